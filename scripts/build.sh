@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of the tree.
+#   scripts/build.sh            release build in build/
+#   scripts/build.sh asan       clang, ASan+UBSan, libFuzzer targets, in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+jobs=${JOBS:-$(nproc)}
+case "$flavour" in
+  release)
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build build -j "$jobs"
+    ;;
+  asan)
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+      -DMROCE_SANITIZE=ON -DMROCE_FUZZ=ON -DMROCE_BENCH=OFF >/dev/null
+    cmake --build build-asan -j "$jobs"
+    ;;
+  *)
+    echo "build.sh: unknown flavour '$flavour' (release or asan)" >&2
+    exit 2
+    ;;
+esac
