@@ -56,8 +56,11 @@ struct EngineConfig {
   Time max_probe_interval = 100 * kMillisecond;
   Time connect_timeout = 10 * kSecond;  // handshake, or every path dead, before giving up
   Time connect_retry = 20 * kMillisecond;
+  // Pacing lets a burst of this many bytes out at once (timer granularity of real hosts).
+  std::uint32_t pacing_burst_bytes = 64 * 1024;
 
   std::uint64_t seed = 1;  // tokens, initial sequence numbers, port choice
+  std::int64_t initial_psn = -1;  // -1: random per connection (tests pin it to probe wrap-around)
 };
 
 }  // namespace mroce

@@ -139,7 +139,7 @@ struct StreamConfig {
 class Transport {
  public:
   virtual ~Transport() = default;
-  void set_sink(Sink* sink) { sink_ = sink; }
+  virtual void set_sink(Sink* sink) { sink_ = sink; }
 
   // Memory. `host` points at the bytes of [addr, addr+length) when the driver moves real
   // payload, and is null when it does not (the simulator): keys, bounds and rights are

@@ -1,0 +1,335 @@
+#include "core/connection.h"
+
+#include <algorithm>
+
+namespace mroce {
+
+Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time now)
+    : ctx_(ctx),
+      cfg_(ctx.config),
+      id_(id),
+      peer_(peer),
+      local_token_(ctx.random.next() | 1),
+      tx_isn_(ctx.config.initial_psn >= 0 ? static_cast<std::uint32_t>(ctx.config.initial_psn)
+                                          : static_cast<std::uint32_t>(ctx.random.next())),
+      mss_(ctx.config.mss),
+      started_(now),
+      port_salt_(static_cast<std::uint32_t>(ctx.random.next())),
+      inbound_(ctx.config.max_inbound_messages),
+      responses_(ctx.config.max_responses),
+      cwnd_(ctx.config.initial_window_bytes) {}
+
+std::uint16_t Connection::pool_port(std::uint32_t i) const {
+  return static_cast<std::uint16_t>(cfg_.src_port_base + (port_salt_ + i) % cfg_.src_port_count);
+}
+
+void Connection::start_connect(Time now) {
+  initiator_ = true;
+  state_ = ConnState::kConnecting;
+  started_ = now;
+  handshake_at_ = now;
+  handshake_interval_ = cfg_.connect_retry;
+}
+
+void Connection::adopt_peer(const wire::HandshakeHeader& hs) {
+  peer_conn_ = hs.src_conn;
+  peer_token_ = hs.src_token;
+  rx_isn_ = hs.isn;
+  for (std::size_t i = 0; i < hs.address_count; ++i) peer_planes_[i].bytes = hs.addresses[i];
+  planes_ = static_cast<std::uint8_t>(
+      std::max<std::size_t>(1, std::min<std::size_t>(cfg_.planes.size(), hs.address_count)));
+  mss_ = std::min(cfg_.mss, hs.mss);
+  peer_max_messages_ = hs.max_messages;
+  peer_max_responses_ = hs.max_responses;
+  if (rx_.size() != hs.paths) rx_.assign(hs.paths, RxPath{});
+}
+
+void Connection::on_handshake(Time now, const RxMeta& meta, const wire::Packet& pkt) {
+  const auto& hs = pkt.handshake;
+  if (pkt.common.type == wire::PacketType::kConnect) {
+    accept_to_ = meta;
+    switch (state_) {
+      case ConnState::kConnecting:  // both sides opened at once, or a fresh responder
+        adopt_peer(hs);
+        state_ = ConnState::kAccepting;
+        handshake_at_ = now;
+        handshake_interval_ = cfg_.connect_retry;
+        break;
+      case ConnState::kAccepting:  // our ACCEPT was lost
+        handshake_at_ = now;
+        break;
+      case ConnState::kEstablished:  // our ACCEPT or CONFIRM was lost
+        send_accept_ = true;
+        break;
+      default: break;
+    }
+    return;
+  }
+  // ACCEPT.
+  if (state_ == ConnState::kConnecting || state_ == ConnState::kAccepting) {
+    adopt_peer(hs);
+    establish(now);
+    send_confirm_ = true;
+  } else if (state_ == ConnState::kEstablished) {
+    send_confirm_ = true;  // our CONFIRM was lost
+  }
+}
+
+void Connection::on_confirm(Time now) {
+  if (state_ == ConnState::kAccepting) establish(now);
+}
+
+void Connection::establish(Time now) {
+  state_ = ConnState::kEstablished;
+  handshake_at_ = kNever;
+  tx_.clear();
+  tx_.reserve(cfg_.paths);
+  const std::uint32_t per_path =
+      std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
+  for (std::uint16_t i = 0; i < cfg_.paths; ++i) {
+    TxPath& p = tx_.emplace_back(cfg_.path_window_packets, cfg_.initial_rtt);
+    p.id = static_cast<std::uint8_t>(i);
+    p.plane = static_cast<std::uint8_t>(i % planes_);
+    p.port = pool_port(i);
+    p.reset_sequence(tx_isn_);
+    p.cwnd = per_path;
+    p.stats.plane = p.plane;
+    p.stats.src_port = p.port;
+  }
+  srtt_ = cfg_.initial_rtt;
+  window_start_ = now;
+  emit_event(now, EventKind::kConnEstablished);
+  for (StreamId sid : streams_) {
+    Stream* s = ctx_.stream(sid);
+    if (s && s->state == StreamState::kConnecting) s->state = StreamState::kReady;
+    if (s) schedule_stream(*s);
+  }
+}
+
+void Connection::on_close(Time now, bool ack) {
+  if (ack) {
+    if (state_ == ConnState::kClosing) state_ = ConnState::kClosed;
+    return;
+  }
+  // The peer has no streams left here: ours that still point at it cannot progress.
+  for (StreamId sid : std::vector<StreamId>(streams_)) {
+    Stream* s = ctx_.stream(sid);
+    if (s && s->state != StreamState::kError) flush_stream(*s, WcStatus::kRetryExcErr);
+  }
+  send_close_ack_ = true;
+  if (state_ != ConnState::kClosing) emit_event(now, EventKind::kConnClosed);
+  state_ = ConnState::kClosing;  // closed once the CLOSE_ACK is out
+  handshake_at_ = kNever;
+}
+
+void Connection::emit_event(Time now, EventKind kind, std::uint16_t path, std::uint8_t plane) {
+  Event e;
+  e.kind = kind;
+  e.time = now;
+  e.conn = id_;
+  e.peer = peer_;
+  e.path = path;
+  e.plane = plane;
+  ctx_.event(e);
+}
+
+void Connection::bind(Time now, Stream& s) {
+  (void)now;
+  s.conn = id_;
+  s.state = established() ? StreamState::kReady : StreamState::kConnecting;
+  streams_.push_back(s.id);
+  schedule_stream(s);
+}
+
+void Connection::unbind(Time now, Stream& s) {
+  streams_.erase(std::remove(streams_.begin(), streams_.end(), s.id), streams_.end());
+  if (s.sq_head != s.sq_tail) {
+    // Work still open on a destroyed stream is abandoned; its segments become NOPs.
+    for (std::uint32_t msn = s.sq_head; msn != s.sq_tail; ++msn) {
+      Wqe& w = s.wqe(msn);
+      if (w.sent > 0 && !w.done) {
+        --open_messages_;
+        if (w.is_read() || w.is_atomic()) --open_requests_;
+      }
+      w.response.release(ctx_.bitmaps);
+    }
+  }
+  s.conn = 0;
+  if (streams_.empty() && state_ == ConnState::kEstablished) {
+    state_ = ConnState::kClosing;
+    send_close_ = true;
+    started_ = now;
+    handshake_at_ = now;
+    handshake_interval_ = cfg_.connect_retry;
+  }
+}
+
+void Connection::schedule_stream(Stream& s) {
+  if (s.scheduled || s.state != StreamState::kReady) return;
+  s.scheduled = true;
+  sendable_.push(s.id);
+}
+
+void Connection::flush_stream(Stream& s, WcStatus first_status) {
+  bool first = true;
+  for (std::uint32_t msn = s.sq_head; msn != s.sq_tail; ++msn) {
+    Wqe& w = s.wqe(msn);
+    if (w.sent > 0) {
+      --open_messages_;
+      if (w.is_read() || w.is_atomic()) --open_requests_;
+    }
+    Completion c;
+    c.wr_id = w.wr.wr_id;
+    c.stream = s.id;
+    c.status = first ? (w.done && w.status != WcStatus::kSuccess ? w.status : first_status)
+                     : WcStatus::kWrFlushErr;
+    c.opcode = completion_opcode(w.wr.opcode);
+    first = false;
+    w.response.release(ctx_.bitmaps);
+    ctx_.complete(c);
+  }
+  s.sq_head = s.sq_cursor = s.sq_tail;
+  for (std::uint32_t ssn = s.rq_head; ssn != s.rq_tail; ++ssn) {
+    Completion c;
+    c.wr_id = s.recv(ssn).wr.wr_id;
+    c.stream = s.id;
+    c.status = WcStatus::kWrFlushErr;
+    c.opcode = WcOpcode::kRecv;
+    c.is_recv = true;
+    ctx_.complete(c);
+  }
+  s.rq_head = s.rq_tail;
+  s.state = StreamState::kError;
+  s.error_pending = false;
+}
+
+void Connection::fail(Time now, WcStatus status) {
+  if (finished()) return;
+  state_ = ConnState::kFailed;
+  for (StreamId sid : std::vector<StreamId>(streams_)) {
+    Stream* s = ctx_.stream(sid);
+    if (s && s->state != StreamState::kError) flush_stream(*s, status);
+  }
+  if (counted_sender_) {
+    ctx_.share.remove_sender();
+    counted_sender_ = false;
+  }
+  emit_event(now, EventKind::kConnFailed);
+}
+
+void Connection::update_activity(Time now) {
+  const Time timeout = cfg_.active_sender_timeout
+                           ? cfg_.active_sender_timeout
+                           : 4 * std::max(srtt_, cfg_.initial_rtt);
+  if (counted_sender_ && now >= last_backlog_ + timeout) {
+    ctx_.share.remove_sender();
+    counted_sender_ = false;
+  }
+}
+
+void Connection::on_timer(Time now) {
+  if (finished()) return;
+  switch (state_) {
+    case ConnState::kConnecting:
+    case ConnState::kAccepting:
+    case ConnState::kClosing:
+      if (now >= started_ + cfg_.connect_timeout) {
+        if (state_ == ConnState::kClosing) {
+          state_ = ConnState::kClosed;
+        } else {
+          fail(now, WcStatus::kRetryExcErr);
+        }
+        return;
+      }
+      break;
+    default: break;
+  }
+  for (std::size_t i = 0; i < rx_.size(); ++i) {
+    RxPath& r = rx_[i];
+    if (r.ack_due <= now && !r.ack_now) {
+      r.ack_now = true;
+      ack_queue_.push(static_cast<std::uint8_t>(i));
+    }
+  }
+  while (!rnr_waiting_.empty() && rnr_waiting_.front().not_before <= now) {
+    const SegmentRef seg = rnr_waiting_.front().seg;
+    rnr_waiting_.pop();
+    moved_.push(seg);
+    if (seg.kind == SegmentKind::kRequest) {
+      if (Stream* s = ctx_.stream(seg.stream)) schedule_stream(*s);
+    }
+  }
+  update_activity(now);
+  if (established()) {
+    check_timeouts(now);
+    if (all_failed_since_ != kNever && now >= all_failed_since_ + cfg_.connect_timeout) {
+      fail(now, WcStatus::kRetryExcErr);
+    }
+  }
+}
+
+Time Connection::next_deadline() const {
+  if (finished()) return kNever;
+  Time t = kNever;
+  if (state_ != ConnState::kEstablished) {
+    t = std::min(t, started_ + cfg_.connect_timeout);
+    if (state_ != ConnState::kClosing || send_close_) t = std::min(t, handshake_at_);
+  }
+  for (const RxPath& r : rx_) t = std::min(t, r.ack_due);
+  if (!rnr_waiting_.empty()) t = std::min(t, rnr_waiting_[0].not_before);
+  if (counted_sender_) {
+    const Time timeout = cfg_.active_sender_timeout
+                             ? cfg_.active_sender_timeout
+                             : 4 * std::max(srtt_, cfg_.initial_rtt);
+    t = std::min(t, last_backlog_ + timeout);
+  }
+  if (established()) {
+    for (const TxPath& p : tx_) {
+      if (p.state == PathState::kFailed) {
+        t = std::min(t, p.probe_at);
+      } else if (p.inflight > 0 || p.lost_pending > 0) {
+        t = std::min(t, p.last_progress + path_rto(p));
+      }
+    }
+    if (all_failed_since_ != kNever) t = std::min(t, all_failed_since_ + cfg_.connect_timeout);
+    if (pace_next_ > 0 && has_unsent()) t = std::min(t, pace_next_);
+  }
+  return t;
+}
+
+void Connection::stats(ConnStats* out) const {
+  ConnStats s;
+  s.state = state_;
+  s.peer = peer_;
+  s.paths = static_cast<std::uint16_t>(tx_.size());
+  s.planes = planes_;
+  s.streams = static_cast<std::uint32_t>(streams_.size());
+  s.tx_data_bytes = tx_data_bytes_;
+  s.rx_data_bytes = rx_data_bytes_;
+  s.retransmits = retransmits_;
+  s.reentropies = reentropies_;
+  s.path_failures = path_failures_;
+  s.plane_failures = plane_failures_;
+  s.cwnd_bytes = cwnd_;
+  s.rate_hint_bps = rate_hint_bps_;
+  s.pacing_rate_bps = pacing_rate();
+  s.inbound_senders = ctx_.share.active();
+  *out = s;
+}
+
+bool Connection::path_stats(std::uint16_t path, PathStats* out) const {
+  if (path >= tx_.size()) return false;
+  const TxPath& p = tx_[path];
+  *out = p.stats;
+  out->state = p.state;
+  out->plane = p.plane;
+  out->generation = p.generation;
+  out->src_port = p.port;
+  out->cwnd_bytes = p.cwnd;
+  out->inflight_bytes = p.inflight;
+  out->srtt = p.rtt.srtt();
+  out->min_rtt = p.rtt.min_rtt();
+  return true;
+}
+
+}  // namespace mroce

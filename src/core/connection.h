@@ -1,0 +1,237 @@
+// One MetaRoCE connection between two endpoints: many paths below (each its own
+// sequence space, window, RTT and ECN history), many streams above, one congestion
+// controller. The methods are split by concern over several files:
+//   connection.cc         set-up, tear-down, timers, stream binding
+//   connection_send.cc    choosing what to send next and on which path
+//   connection_receive.cc placing data and completing messages in stream order
+//   connection_ack.cc     ACK/NACK processing, loss recovery, path failure
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/context.h"
+#include "core/inbound.h"
+#include "core/ring.h"
+#include "core/rx_path.h"
+#include "core/tx_path.h"
+#include "wire/packet.h"
+
+namespace mroce {
+
+// A READ or atomic request being answered.
+struct Response {
+  bool used = false;
+  wire::DataOp op = wire::DataOp::kReadResponse;
+  std::uint32_t dst_stream = 0;  // the requester's stream
+  std::uint32_t msn = 0;
+  std::uint64_t addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint32_t length = 0;
+  std::uint32_t segments = 0;
+  std::uint32_t sent = 0;
+  std::uint32_t acked = 0;
+  std::uint64_t value = 0;  // atomic: the original value
+};
+
+class Connection {
+ public:
+  Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time now);
+
+  // Set-up.
+  void start_connect(Time now);
+  void on_handshake(Time now, const RxMeta& meta, const wire::Packet& pkt);
+  void on_confirm(Time now);
+  void on_close(Time now, bool ack);
+  std::uint32_t peer_conn() const { return peer_conn_; }
+  bool matches_peer_incarnation(const wire::HandshakeHeader& hs) const {
+    return peer_conn_ == hs.src_conn && peer_token_ == hs.src_token;
+  }
+
+  // Streams.
+  void bind(Time now, Stream& s);
+  void unbind(Time now, Stream& s);
+  // The stream has new work to send.
+  void schedule_stream(Stream& s);
+
+  // Datapath.
+  void on_data(Time now, const RxMeta& meta, const wire::Packet& pkt);
+  void on_ack(Time now, const wire::Packet& pkt);
+  void on_nack(Time now, const wire::Packet& pkt);
+  bool poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out);
+  void on_timer(Time now);
+  Time next_deadline() const;
+
+  ConnId id() const { return id_; }
+  std::uint64_t token() const { return local_token_; }
+  ConnState state() const { return state_; }
+  const Endpoint& peer() const { return peer_; }
+  bool established() const { return state_ == ConnState::kEstablished; }
+  bool finished() const { return state_ == ConnState::kClosed || state_ == ConnState::kFailed; }
+  void stats(ConnStats* out) const;
+  bool path_stats(std::uint16_t path, PathStats* out) const;
+
+  // Engine bookkeeping.
+  std::size_t heap_index = ~std::size_t{0};
+  Time heap_key = kNever;
+  bool in_ready = false;
+
+ private:
+  // connection.cc
+  void adopt_peer(const wire::HandshakeHeader& hs);
+  void establish(Time now);
+  void fail(Time now, WcStatus status);
+  void flush_stream(Stream& s, WcStatus first_status);
+  void emit_event(Time now, EventKind kind, std::uint16_t path = 0, std::uint8_t plane = 0);
+  std::uint16_t pool_port(std::uint32_t i) const;
+  void update_activity(Time now);
+
+  // connection_send.cc
+  bool emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* out);
+  bool emit_nack(std::span<std::uint8_t> buf, TxMeta* out);
+  bool emit_ack(Time now, std::span<std::uint8_t> buf, TxMeta* out);
+  bool emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out);
+  bool emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* out);
+  bool emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out);
+  bool next_segment(Time now, SegmentRef* seg, bool* moved);
+  std::uint16_t fresh_port(const TxPath& p);
+  bool segment_valid(const SegmentRef& seg);
+  void transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmit,
+                std::span<std::uint8_t> buf, TxMeta* out);
+  std::size_t build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
+                         bool retransmit, std::span<std::uint8_t> buf, std::uint32_t* payload);
+  TxPath* pick_path(Time now);
+  bool has_unsent() const;
+  std::uint64_t pacing_rate() const;
+  void fill_reply_meta(const RxPath& r, TxMeta* out) const;
+
+  // connection_receive.cc
+  enum class Verdict : std::uint8_t { kAccept, kNack, kDrop };
+  struct Outcome {
+    Verdict verdict = Verdict::kAccept;
+    wire::NackCode code = wire::NackCode::kReceiverNotReady;
+    DropReason reason = DropReason::kMalformed;
+  };
+  Outcome place(Time now, const wire::DataHeader& d, std::span<const std::uint8_t> payload);
+  Outcome place_request(Time now, Stream& s, const wire::DataHeader& d,
+                        std::span<const std::uint8_t> payload);
+  Outcome place_response(Time now, Stream& s, const wire::DataHeader& d,
+                         std::span<const std::uint8_t> payload);
+  Outcome fail_message(Time now, Stream& s, InboundMessage& m, wire::NackCode code,
+                       DropReason reason, WcStatus recv_status);
+  void publish_last_byte(const InboundMessage& m);
+  void advance_receiver(Time now, Stream& s);
+  void execute(Time now, Stream& s, const InboundMessage& m);
+  void queue_nack(const RxPath& r, std::uint8_t path, const wire::DataHeader& d,
+                  wire::NackCode code);
+  Response* allocate_response();
+
+  // connection_ack.cc
+  void segment_acked(Time now, const SegmentRef& seg);
+  void declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check);
+  void move_content(TxEntry& e);
+  void check_timeouts(Time now);
+  void fail_path(Time now, TxPath& p);
+  void recover_path(Time now, TxPath& p);
+  void update_planes(Time now);
+  void complete_sends(Time now, Stream& s);
+  void fail_wqe(Time now, Stream& s, Wqe& w, WcStatus status);
+  void on_congestion_signal(Time now, TxPath& p, double cut_alpha);
+  void update_windows(Time now, TxPath& p, std::uint32_t acked_bytes, std::uint32_t rx_delta,
+                      std::uint32_t ce_delta);
+  std::uint32_t max_path_window() const;
+  Time path_rto(const TxPath& p) const;
+
+  EngineContext& ctx_;
+  const EngineConfig& cfg_;
+  ConnId id_;
+  Endpoint peer_;
+  ConnState state_ = ConnState::kConnecting;
+  bool initiator_ = false;
+
+  // Identities (set-up exchanges them).
+  std::uint64_t local_token_;
+  std::uint64_t peer_token_ = 0;
+  std::uint32_t peer_conn_ = 0;
+  std::uint32_t tx_isn_;
+  std::uint32_t rx_isn_ = 0;
+  std::array<Address, wire::kMaxPlanes> peer_planes_{};
+  std::uint8_t planes_ = 1;  // used: min(local, peer)
+  std::uint16_t mss_;
+  std::uint16_t peer_max_messages_ = 0;
+  std::uint16_t peer_max_responses_ = 0;
+
+  // Set-up and tear-down retransmission.
+  Time started_ = 0;
+  Time handshake_at_ = kNever;  // next CONNECT/ACCEPT/CLOSE retransmission
+  Time handshake_interval_ = 0;
+  std::uint32_t handshake_tries_ = 0;
+  bool send_connect_ = false;
+  bool send_accept_ = false;
+  bool send_confirm_ = false;
+  bool send_close_ = false;
+  bool send_close_ack_ = false;
+  RxMeta accept_to_;  // where the CONNECT we answer came from
+
+  // Paths.
+  std::vector<TxPath> tx_;
+  std::vector<RxPath> rx_;
+  std::uint32_t path_cursor_ = 0;
+  std::uint32_t retransmit_cursor_ = 0;
+  std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
+  std::uint8_t plane_down_mask_ = 0;
+  Time all_failed_since_ = kNever;
+  std::uint32_t port_salt_;
+
+  // Streams.
+  std::vector<StreamId> streams_;
+  Ring<StreamId> sendable_;
+  struct Waiting {
+    SegmentRef seg;
+    Time not_before;
+  };
+  Ring<SegmentRef> moved_;      // content taken off a path, to send on any path
+  Ring<Waiting> rnr_waiting_;   // content refused for want of a receive
+  std::uint32_t open_messages_ = 0;   // started, not completed (bounds the peer's table)
+  std::uint32_t open_requests_ = 0;   // READ/atomic started, not completed
+
+  // Receiver side.
+  InboundTable inbound_;
+  std::vector<Response> responses_;
+  Ring<std::uint32_t> responding_;  // slots with segments never sent
+  struct PendingNack {
+    std::uint8_t path;
+    std::uint8_t generation;
+    wire::NackHeader nack;
+  };
+  Ring<PendingNack> nacks_;
+  Ring<std::uint8_t> ack_queue_;
+  Time last_backlog_ = 0;
+  bool counted_sender_ = false;
+
+  // Congestion control, connection level.
+  std::uint32_t cwnd_;
+  std::uint32_t inflight_ = 0;
+  bool slow_start_ = true;
+  double alpha_ = 0;
+  std::uint32_t window_acked_ = 0;
+  std::uint32_t window_marked_ = 0;
+  Time window_start_ = 0;
+  Time last_cut_ = 0;
+  std::uint64_t rate_hint_bps_ = 0;
+  Time pace_next_ = 0;
+  bool pace_blocked_ = false;
+  Time srtt_ = 0;  // smoothed RTT over every path's samples
+
+  // Statistics.
+  std::uint64_t tx_data_bytes_ = 0;
+  std::uint64_t rx_data_bytes_ = 0;
+  std::uint64_t retransmits_ = 0;
+  std::uint64_t reentropies_ = 0;
+  std::uint64_t path_failures_ = 0;
+  std::uint64_t plane_failures_ = 0;
+};
+
+}  // namespace mroce

@@ -1,0 +1,395 @@
+// The sending half's feedback: ACKs (SACK per path, RTT, ECN counts, the receiver's
+// rate hint), NACKs, loss recovery on the path that lost, timeouts, and the line
+// between congestion (marks, RTT growth: shrink the window) and failure (silence,
+// heavy loss without marks: move the content away and give the path a new route).
+#include <algorithm>
+
+#include "core/connection.h"
+#include "core/seq.h"
+
+namespace mroce {
+
+namespace {
+
+constexpr std::uint32_t kHeaderAllowance = 64;  // per-packet header bytes in window sizes
+constexpr double kFailureLossRate = 0.5;        // loss EWMA that reads as a broken route
+
+// True when the bitmap claims nothing at or beyond snd_nxt.
+bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
+  const std::int32_t limit = seq_diff(a.cum_psn + 1, snd_nxt);  // bits [limit, 256) must be 0
+  if (limit >= 256) return true;
+  for (std::int32_t i = std::max(limit, 0); i < 256; ++i) {
+    if (a.sacked(static_cast<std::uint32_t>(i))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::uint32_t Connection::max_path_window() const {
+  return cfg_.path_window_packets * (mss_ + kHeaderAllowance);
+}
+
+Time Connection::path_rto(const TxPath& p) const {
+  const Time base = p.rtt.rto(cfg_.min_rto, cfg_.max_rto);
+  return std::min(base << std::min<std::uint32_t>(p.timeouts, 6), cfg_.max_rto);
+}
+
+void Connection::on_ack(Time now, const wire::Packet& pkt) {
+  const wire::CommonHeader& c = pkt.common;
+  const wire::AckHeader& a = pkt.ack;
+  if (c.path >= tx_.size()) {
+    ctx_.drop(DropReason::kMalformed);
+    return;
+  }
+  TxPath& p = tx_[c.path];
+  if (c.generation != p.generation) {
+    ctx_.drop(DropReason::kStaleGeneration);
+    return;
+  }
+  if (seq_lt(p.snd_nxt, a.cum_psn) || !sack_within(a, p.snd_nxt)) {
+    ctx_.drop(DropReason::kBadAck);
+    return;
+  }
+
+  std::uint32_t newly = 0, acked_bytes = 0;
+  for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+    TxEntry& e = p.entry(psn);
+    if (e.acked) continue;
+    const std::int32_t d = seq_diff(a.cum_psn, psn);
+    const bool acked = d < 0 || (d > 0 && a.sacked(static_cast<std::uint32_t>(d - 1)));
+    if (!acked) continue;
+    if (e.in_flight) {
+      p.inflight -= e.bytes;
+      inflight_ -= e.bytes;
+    }
+    if (e.lost) {
+      e.lost = false;
+      if (--p.lost_pending == 0) --lost_paths_;
+    }
+    e.acked = true;
+    e.in_flight = false;
+    ++newly;
+    acked_bytes += e.bytes;
+    p.largest_acked_order = std::max(p.largest_acked_order, e.order);
+    const SegmentRef seg = e.seg;
+    segment_acked(now, seg);
+  }
+  while (p.snd_una != p.snd_nxt && p.entry(p.snd_una).acked) ++p.snd_una;
+
+  // On one path packets never overtake each other: whatever was sent before a packet
+  // that arrived, and did not arrive, was lost. Resend exactly that, on this path.
+  if (newly > 0) {
+    for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+      TxEntry& e = p.entry(psn);
+      if (e.in_flight && e.order < p.largest_acked_order) declare_lost(now, p, e, true);
+    }
+  }
+
+  const std::uint32_t elapsed = static_cast<std::uint32_t>(now) - a.echo_timestamp;
+  if (elapsed < (1u << 31) && elapsed >= a.ack_delay) {
+    const Time sample = elapsed - a.ack_delay;
+    p.rtt.sample(sample);
+    srtt_ = (7 * srtt_ + sample) / 8;
+  }
+  const std::uint32_t rx_delta = a.rx_packets - (p.counters_valid ? p.reported_rx : 0);
+  const std::uint32_t ce_delta = a.ce_packets - (p.counters_valid ? p.reported_ce : 0);
+  p.reported_rx = a.rx_packets;
+  p.reported_ce = a.ce_packets;
+  p.counters_valid = true;
+  p.stats.ce_packets += ce_delta;
+  if (a.rate_kbps) rate_hint_bps_ = std::uint64_t{a.rate_kbps} * 1000;
+
+  if (newly > 0) {
+    p.last_progress = now;
+    p.timeouts = 0;
+    p.stats.acked_packets += newly;
+    for (std::uint32_t i = 0; i < newly && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
+    if (p.state == PathState::kFailed) recover_path(now, p);
+  }
+  update_windows(now, p, acked_bytes, rx_delta, ce_delta);
+  if (p.state == PathState::kActive && p.loss_rate > kFailureLossRate && p.stats.lost_packets >= 8) {
+    fail_path(now, p);
+  }
+}
+
+void Connection::on_nack(Time now, const wire::Packet& pkt) {
+  const wire::CommonHeader& c = pkt.common;
+  const wire::NackHeader& n = pkt.nack;
+  if (c.path >= tx_.size()) {
+    ctx_.drop(DropReason::kMalformed);
+    return;
+  }
+  TxPath& p = tx_[c.path];
+  if (c.generation != p.generation) {
+    ctx_.drop(DropReason::kStaleGeneration);
+    return;
+  }
+  if (seq_lt(n.psn, p.snd_una) || !seq_lt(n.psn, p.snd_nxt)) return;  // already settled
+  TxEntry& e = p.entry(n.psn);
+  if (e.acked) return;
+  const SegmentRef seg = e.seg;
+  // The receiver did not take this sequence number: fill it with a NOP at once, and
+  // deal with the content by what the NACK says.
+  e.seg = SegmentRef{};
+  if (e.in_flight) declare_lost(now, p, e, false);
+  if (seg.kind != SegmentKind::kRequest || !segment_valid(seg)) return;
+  Stream& s = *ctx_.stream(seg.stream);
+  if (s.remote != n.stream || seg.msn != n.msn) return;
+  Wqe& w = s.wqe(seg.msn);
+  switch (n.code) {
+    case wire::NackCode::kReceiverNotReady:
+    case wire::NackCode::kNoResources:
+      if (now >= w.rnr_episode_end) {
+        if (s.config.rnr_retry != 7) {
+          if (w.rnr_left == 0) {
+            fail_wqe(now, s, w, WcStatus::kRnrRetryExcErr);
+            return;
+          }
+          --w.rnr_left;
+        }
+        w.rnr_episode_end = now + s.config.rnr_timer;
+      }
+      s.rnr_until = now + s.config.rnr_timer;
+      rnr_waiting_.push(Waiting{seg, now + s.config.rnr_timer});
+      return;
+    case wire::NackCode::kRemoteAccess: fail_wqe(now, s, w, WcStatus::kRemAccessErr); return;
+    case wire::NackCode::kInvalidRequest: fail_wqe(now, s, w, WcStatus::kRemInvReqErr); return;
+    case wire::NackCode::kRemoteOperation: fail_wqe(now, s, w, WcStatus::kRemOpErr); return;
+  }
+}
+
+void Connection::segment_acked(Time now, const SegmentRef& seg) {
+  if (seg.kind == SegmentKind::kResponse) {
+    if (seg.stream >= responses_.size()) return;
+    Response& r = responses_[seg.stream];
+    if (r.used && r.msn == seg.msn && ++r.acked == r.segments) r.used = false;
+    return;
+  }
+  if (seg.kind != SegmentKind::kRequest || !segment_valid(seg)) return;
+  Stream& s = *ctx_.stream(seg.stream);
+  Wqe& w = s.wqe(seg.msn);
+  if (w.is_read() || w.is_atomic()) return;  // complete when the response lands
+  if (++w.acked == w.segments) {
+    w.done = true;
+    complete_sends(now, s);
+  }
+}
+
+void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check) {
+  if (e.in_flight) {
+    e.in_flight = false;
+    p.inflight -= e.bytes;
+    inflight_ -= e.bytes;
+  }
+  if (e.lost) return;
+  e.lost = true;
+  if (p.lost_pending++ == 0) ++lost_paths_;
+  ++p.stats.lost_packets;
+  p.loss_rate = p.loss_rate * 15.0 / 16 + 1.0 / 16;
+  // Loss on a path that is marking or queueing is congestion; loss on a quiet path is
+  // damage (a bad link, corruption) and does not shrink the window.
+  if (congestion_check && (p.avoid_until > now || p.rtt.inflated())) {
+    on_congestion_signal(now, p, 1.0);
+  }
+}
+
+void Connection::move_content(TxEntry& e) {
+  if (e.seg.kind != SegmentKind::kNop && segment_valid(e.seg)) moved_.push(e.seg);
+  e.seg = SegmentRef{};
+}
+
+void Connection::check_timeouts(Time now) {
+  for (TxPath& p : tx_) {
+    if (p.state != PathState::kActive || (p.inflight == 0 && p.lost_pending == 0)) continue;
+    if (now < p.last_progress + path_rto(p)) continue;
+    // Silence: the content goes to other paths now; this path keeps only NOPs, which
+    // probe it, until it answers or is declared failed.
+    ++p.timeouts;
+    ++p.stats.timeouts;
+    for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+      TxEntry& e = p.entry(psn);
+      if (e.acked) continue;
+      move_content(e);
+      declare_lost(now, p, e, false);
+    }
+    p.last_progress = now;
+    if (p.timeouts >= cfg_.fail_after_timeouts) fail_path(now, p);
+  }
+}
+
+void Connection::fail_path(Time now, TxPath& p) {
+  const bool was_active = p.state == PathState::kActive;
+  for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+    TxEntry& e = p.entry(psn);
+    if (!e.acked) move_content(e);
+  }
+  inflight_ -= p.inflight;
+  if (p.lost_pending > 0) --lost_paths_;
+  // Re-entropy: a new source port (a new route through ECMP) and a fresh sequence space.
+  ++p.generation;
+  p.port = fresh_port(p);
+  p.reset_sequence(tx_isn_);
+  p.cwnd = std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
+  p.ssthresh = ~0u;
+  p.alpha = 0;
+  p.loss_rate = 0;
+  p.timeouts = 0;
+  p.avoid_until = 0;
+  p.state = PathState::kFailed;
+  p.probe_at = now;
+  p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));
+  ++p.stats.reentropies;
+  ++reentropies_;
+  if (was_active) {
+    ++path_failures_;
+    emit_event(now, EventKind::kPathFailed, p.id, p.plane);
+  }
+  update_planes(now);
+}
+
+void Connection::recover_path(Time now, TxPath& p) {
+  p.state = PathState::kActive;
+  p.timeouts = 0;
+  p.last_progress = now;
+  p.probe_at = kNever;
+  emit_event(now, EventKind::kPathRecovered, p.id, p.plane);
+  update_planes(now);
+}
+
+void Connection::update_planes(Time now) {
+  std::uint8_t down = 0;
+  bool all_failed = true;
+  for (std::uint8_t plane = 0; plane < planes_; ++plane) {
+    bool any = false, alive = false;
+    for (const TxPath& p : tx_) {
+      if (p.plane != plane) continue;
+      any = true;
+      alive |= p.state == PathState::kActive;
+    }
+    if (any && !alive) down |= std::uint8_t(1u << plane);
+    all_failed &= any && !alive;
+  }
+  for (std::uint8_t plane = 0; plane < planes_; ++plane) {
+    const std::uint8_t bit = std::uint8_t(1u << plane);
+    if ((down & bit) && !(plane_down_mask_ & bit)) {
+      ++plane_failures_;
+      emit_event(now, EventKind::kPlaneDown, 0, plane);
+    } else if (!(down & bit) && (plane_down_mask_ & bit)) {
+      emit_event(now, EventKind::kPlaneUp, 0, plane);
+    }
+  }
+  plane_down_mask_ = down;
+  if (!all_failed) {
+    all_failed_since_ = kNever;
+  } else if (all_failed_since_ == kNever) {
+    all_failed_since_ = now;
+  }
+}
+
+void Connection::complete_sends(Time now, Stream& s) {
+  (void)now;
+  while (s.sq_head != s.sq_tail) {
+    Wqe& w = s.wqe(s.sq_head);
+    if (!w.done) break;
+    if (w.sent > 0) {
+      --open_messages_;
+      if (w.is_read() || w.is_atomic()) {
+        --open_requests_;
+        --s.reads_in_progress;
+      }
+    }
+    w.response.release(ctx_.bitmaps);
+    Completion c;
+    c.wr_id = w.wr.wr_id;
+    c.stream = s.id;
+    c.status = w.status;
+    c.opcode = completion_opcode(w.wr.opcode);
+    c.byte_len = w.length;
+    ++s.sq_head;
+    if (s.sq_cursor - s.sq_head > s.sq_tail - s.sq_head) s.sq_cursor = s.sq_head;
+    if (c.status != WcStatus::kSuccess) {
+      ctx_.complete(c);
+      flush_stream(s, WcStatus::kWrFlushErr);
+      return;
+    }
+    if (w.wr.flags & send_flags::kSignaled) ctx_.complete(c);
+  }
+  if (s.sq_cursor != s.sq_tail) schedule_stream(s);
+}
+
+void Connection::fail_wqe(Time now, Stream& s, Wqe& w, WcStatus status) {
+  if (w.done) return;
+  w.done = true;
+  w.status = status;
+  s.error_pending = true;
+  complete_sends(now, s);
+}
+
+void Connection::on_congestion_signal(Time now, TxPath& p, double cut_alpha) {
+  p.avoid_until = now + p.rtt.srtt();
+  if (now < p.last_cut + p.rtt.srtt()) return;  // one reduction per round trip
+  const std::uint32_t floor =
+      cfg_.min_path_window_bytes ? cfg_.min_path_window_bytes : mss_ + kHeaderAllowance;
+  p.cwnd = std::max<std::uint32_t>(floor, static_cast<std::uint32_t>(p.cwnd * (1 - cut_alpha / 2)));
+  p.ssthresh = p.cwnd;
+  p.last_cut = now;
+}
+
+void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
+                                std::uint32_t rx_delta, std::uint32_t ce_delta) {
+  const double g = cfg_.dctcp_gain;
+  // Per path, DCTCP: alpha tracks the marked fraction over each window of data.
+  p.window_acked += rx_delta;
+  p.window_marked += ce_delta;
+  if (seq_le(p.window_end, p.snd_una)) {
+    if (p.window_acked > 0) {
+      p.alpha = (1 - g) * p.alpha + g * double(p.window_marked) / p.window_acked;
+    }
+    p.window_acked = p.window_marked = 0;
+    p.window_end = p.snd_nxt;
+  }
+  // Per connection, the same over all paths each round trip: a shared bottleneck marks
+  // every path, a hot link only its own.
+  window_acked_ += rx_delta;
+  window_marked_ += ce_delta;
+  if (now >= window_start_ + srtt_) {
+    if (window_acked_ > 0) alpha_ = (1 - g) * alpha_ + g * double(window_marked_) / window_acked_;
+    if (window_marked_ > 0 && now >= last_cut_ + srtt_) {
+      cwnd_ = std::max<std::uint32_t>(4 * (mss_ + kHeaderAllowance),
+                                      static_cast<std::uint32_t>(cwnd_ * (1 - alpha_ / 2)));
+      slow_start_ = false;
+      last_cut_ = now;
+    }
+    window_acked_ = window_marked_ = 0;
+    window_start_ = now;
+  }
+
+  if (ce_delta > 0) {
+    // Trim the path that saw the mark and steer the next packets elsewhere.
+    on_congestion_signal(now, p, std::max(p.alpha, 0.25));
+    return;
+  }
+  if (acked_bytes == 0 || p.state != PathState::kActive) return;
+  std::uint64_t total = 0;
+  std::uint32_t active = 0;
+  for (const TxPath& q : tx_) {
+    if (q.state != PathState::kActive) continue;
+    total += q.cwnd;
+    ++active;
+  }
+  const std::uint32_t cap = max_path_window();
+  if (p.cwnd < p.ssthresh) {
+    p.cwnd = std::min(cap, p.cwnd + acked_bytes);
+  } else {
+    // Coupled increase: all paths together gain about one packet per round trip.
+    const std::uint64_t inc = std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(total, 1);
+    p.cwnd = static_cast<std::uint32_t>(std::min<std::uint64_t>(cap, p.cwnd + std::max<std::uint64_t>(inc, 1)));
+  }
+  const std::uint64_t conn_cap = std::uint64_t{cap} * tx_.size();
+  std::uint64_t grown = slow_start_ ? std::uint64_t{cwnd_} + acked_bytes
+                                    : cwnd_ + std::uint64_t{mss_} * acked_bytes * active / cwnd_;
+  cwnd_ = static_cast<std::uint32_t>(std::min(conn_cap, grown));
+}
+
+}  // namespace mroce

@@ -1,0 +1,488 @@
+// What a connection sends next, in priority order: set-up and tear-down, NACKs, ACKs,
+// probes of failed paths, then data under pacing and windows: lost packets again on
+// their own path, content moved off failed paths, responses, and new segments from the
+// streams in round robin.
+#include <algorithm>
+#include <cstring>
+
+#include "core/connection.h"
+#include "wire/codec.h"
+
+namespace mroce {
+
+namespace {
+
+wire::DataOp request_op(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite: return wire::DataOp::kWrite;
+    case WrOpcode::kRdmaWriteWithImm: return wire::DataOp::kWriteImm;
+    case WrOpcode::kSend: return wire::DataOp::kSend;
+    case WrOpcode::kSendWithImm: return wire::DataOp::kSendImm;
+    case WrOpcode::kRdmaRead: return wire::DataOp::kReadRequest;
+    case WrOpcode::kAtomicCmpSwp: return wire::DataOp::kCompareSwap;
+    case WrOpcode::kAtomicFetchAdd: return wire::DataOp::kFetchAdd;
+  }
+  return wire::DataOp::kNop;
+}
+
+Time transmit_time(std::uint64_t bytes, std::uint64_t rate_bps) {
+  return rate_bps ? static_cast<Time>(bytes * 8 * 1'000'000'000ull / rate_bps) : 0;
+}
+
+}  // namespace
+
+bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  if (finished()) return false;
+  if (emit_handshake(now, buf, out)) return true;
+  if (peer_conn_ != 0) {
+    if (emit_nack(buf, out)) return true;
+    if (emit_ack(now, buf, out)) return true;
+  }
+  if (!established()) return false;
+  if (emit_probe(now, buf, out)) return true;
+  if (now < pace_next_) {
+    pace_blocked_ = true;
+    return false;
+  }
+  pace_blocked_ = false;
+  if (emit_retransmit(now, buf, out)) return true;
+  return emit_new(now, buf, out);
+}
+
+bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  wire::CommonHeader c;
+  c.dst_conn = peer_conn_;
+  c.token = peer_token_;
+  // Retries leave from a different source port each time so that a set-up stuck on a
+  // broken route gets a new one.
+  out->src = cfg_.planes[0];
+  out->dst = peer_.addr;
+  out->src_port = pool_port(handshake_tries_);
+  out->dst_port = peer_.port;
+  out->plane = 0;
+  out->ecn = Ecn::kNotEct;
+  out->cls = PacketClass::kControl;
+
+  std::size_t len = 0;
+  if (send_close_ack_) {
+    c.type = wire::PacketType::kCloseAck;
+    len = wire::encode_bare(c, buf);
+    send_close_ack_ = false;
+    if (!send_close_) state_ = ConnState::kClosed;
+  } else if (send_confirm_) {
+    c.type = wire::PacketType::kConfirm;
+    len = wire::encode_bare(c, buf);
+    send_confirm_ = false;
+  } else if (send_close_ && now >= handshake_at_) {
+    c.type = wire::PacketType::kClose;
+    len = wire::encode_bare(c, buf);
+    ++handshake_tries_;
+    handshake_at_ = now + handshake_interval_;
+    handshake_interval_ = std::min(2 * handshake_interval_, kSecond);
+  } else {
+    const bool connect = state_ == ConnState::kConnecting && now >= handshake_at_;
+    const bool accept = send_accept_ || (state_ == ConnState::kAccepting && now >= handshake_at_);
+    if (!connect && !accept) return false;
+    wire::HandshakeHeader hs;
+    hs.src_conn = id_;
+    hs.src_token = local_token_;
+    hs.isn = tx_isn_;
+    hs.listen_port = cfg_.listen_port;
+    hs.mss = cfg_.mss;
+    hs.max_messages = cfg_.max_inbound_messages;
+    hs.max_responses = cfg_.max_responses;
+    hs.paths = cfg_.paths;
+    hs.flags = cfg_.carry_payload ? 0 : wire::handshake_flags::kNoPayload;
+    hs.address_count = static_cast<std::uint8_t>(cfg_.planes.size());
+    for (std::size_t i = 0; i < cfg_.planes.size(); ++i) hs.addresses[i] = cfg_.planes[i].bytes;
+    if (connect) {
+      c.type = wire::PacketType::kConnect;
+      c.dst_conn = 0;
+      c.token = 0;
+    } else {
+      c.type = wire::PacketType::kAccept;
+      out->src = accept_to_.dst;
+      out->dst = accept_to_.src;
+      out->src_port = cfg_.listen_port;
+      out->dst_port = accept_to_.src_port;
+      out->plane = accept_to_.plane;
+      send_accept_ = false;
+    }
+    len = wire::encode_handshake(c, hs, buf);
+    if (state_ != ConnState::kEstablished) {
+      ++handshake_tries_;
+      handshake_at_ = now + handshake_interval_;
+      handshake_interval_ = std::min(2 * handshake_interval_, kSecond);
+    }
+  }
+  out->length = out->wire_length = static_cast<std::uint32_t>(len);
+  return len > 0;
+}
+
+void Connection::fill_reply_meta(const RxPath& r, TxMeta* out) const {
+  out->src = r.local;
+  out->dst = r.remote;
+  out->src_port = cfg_.listen_port;
+  out->dst_port = r.remote_port;
+  out->plane = r.plane;
+  out->ecn = Ecn::kNotEct;
+  out->cls = PacketClass::kAck;
+}
+
+bool Connection::emit_nack(std::span<std::uint8_t> buf, TxMeta* out) {
+  if (nacks_.empty()) return false;
+  const PendingNack n = nacks_.front();
+  nacks_.pop();
+  wire::CommonHeader c;
+  c.type = wire::PacketType::kNack;
+  c.path = n.path;
+  c.generation = n.generation;
+  c.dst_conn = peer_conn_;
+  c.token = peer_token_;
+  fill_reply_meta(rx_[n.path], out);
+  const std::size_t len = wire::encode_nack(c, n.nack, buf);
+  out->length = out->wire_length = static_cast<std::uint32_t>(len);
+  return len > 0;
+}
+
+bool Connection::emit_ack(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  while (!ack_queue_.empty()) {
+    const std::uint8_t i = ack_queue_.front();
+    ack_queue_.pop();
+    RxPath& r = rx_[i];
+    if (!r.ack_now) continue;
+    r.ack_now = false;
+    r.ack_due = kNever;
+    r.unacked = 0;
+    wire::CommonHeader c;
+    c.type = wire::PacketType::kAck;
+    c.path = i;
+    c.generation = r.generation;
+    c.dst_conn = peer_conn_;
+    c.token = peer_token_;
+    wire::AckHeader a;
+    r.window.fill(&a);
+    a.echo_timestamp = r.echo_timestamp;
+    a.ack_delay = static_cast<std::uint32_t>(std::min<Time>(now - r.last_arrival, ~0u));
+    a.rx_packets = r.rx_packets;
+    a.ce_packets = r.ce_packets;
+    a.rate_kbps = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(ctx_.share.share_bps(counted_sender_) / 1000, ~0u));
+    fill_reply_meta(r, out);
+    const std::size_t len = wire::encode_ack(c, a, buf);
+    out->length = out->wire_length = static_cast<std::uint32_t>(len);
+    return len > 0;
+  }
+  return false;
+}
+
+bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  for (TxPath& p : tx_) {
+    if (p.state != PathState::kFailed || p.probe_at > now) continue;
+    if (p.snd_nxt == p.snd_una) {
+      TxEntry& e = p.entry(p.snd_nxt++);
+      e = TxEntry{};
+    } else {
+      // The last probe went unanswered: try yet another route.
+      p.port = fresh_port(p);
+      ++p.stats.reentropies;
+      ++reentropies_;
+    }
+    TxEntry& e = p.entry(p.snd_una);
+    if (e.in_flight) {
+      p.inflight -= e.bytes;
+      inflight_ -= e.bytes;
+    }
+    p.probe_at = now + p.probe_interval;
+    p.probe_interval = std::min(2 * p.probe_interval, cfg_.max_probe_interval);
+    transmit(now, p, p.snd_una, false, buf, out);
+    return true;
+  }
+  return false;
+}
+
+std::uint16_t Connection::fresh_port(const TxPath& p) {
+  if (cfg_.src_port_count <= 1) return p.port;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const auto port = static_cast<std::uint16_t>(
+        cfg_.src_port_base + ctx_.random.below(cfg_.src_port_count));
+    if (port == p.port) continue;
+    const bool used =
+        std::any_of(tx_.begin(), tx_.end(), [&](const TxPath& q) { return q.port == port; });
+    if (!used || attempt >= 8) return port;
+  }
+  return static_cast<std::uint16_t>(cfg_.src_port_base +
+                                    (p.port - cfg_.src_port_base + 1) % cfg_.src_port_count);
+}
+
+bool Connection::emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  if (lost_paths_ == 0) return false;
+  const std::size_t n = tx_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    TxPath& p = tx_[(retransmit_cursor_ + k) % n];
+    if (p.lost_pending == 0 || p.state != PathState::kActive || p.inflight >= p.cwnd) continue;
+    for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+      TxEntry& e = p.entry(psn);
+      if (!e.lost) continue;
+      e.lost = false;
+      if (--p.lost_pending == 0) --lost_paths_;
+      retransmit_cursor_ = static_cast<std::uint32_t>((p.id + 1) % n);
+      transmit(now, p, psn, true, buf, out);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  if (inflight_ >= cwnd_) return false;
+  TxPath* p = pick_path(now);
+  if (!p) return false;
+  SegmentRef seg;
+  bool moved = false;
+  if (!next_segment(now, &seg, &moved)) return false;
+  const std::uint32_t psn = p->snd_nxt++;
+  TxEntry& e = p->entry(psn);
+  e = TxEntry{};
+  e.seg = seg;
+  transmit(now, *p, psn, moved, buf, out);
+  return true;
+}
+
+TxPath* Connection::pick_path(Time now) {
+  const std::size_t n = tx_.size();
+  TxPath* marked = nullptr;
+  for (std::size_t k = 0; k < n; ++k) {
+    TxPath& p = tx_[(path_cursor_ + k) % n];
+    if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() || p.inflight >= p.cwnd) {
+      continue;
+    }
+    // A path that just saw CE marks is used only when no clear path has room.
+    if (p.avoid_until > now) {
+      if (!marked) marked = &p;
+      continue;
+    }
+    path_cursor_ = static_cast<std::uint32_t>((p.id + 1) % n);
+    return &p;
+  }
+  if (marked) path_cursor_ = static_cast<std::uint32_t>((marked->id + 1) % n);
+  return marked;
+}
+
+bool Connection::segment_valid(const SegmentRef& seg) {
+  switch (seg.kind) {
+    case SegmentKind::kNop: return true;
+    case SegmentKind::kRequest: {
+      Stream* s = ctx_.stream(seg.stream);
+      if (!s || s->conn != id_ || s->state != StreamState::kReady) return false;
+      if (static_cast<std::int32_t>(seg.msn - s->sq_head) < 0 ||
+          static_cast<std::int32_t>(s->sq_tail - seg.msn) <= 0) {
+        return false;
+      }
+      const Wqe& w = s->wqe(seg.msn);
+      return w.msn == seg.msn && !w.done && seg.index < w.segments;
+    }
+    case SegmentKind::kResponse: {
+      if (seg.stream >= responses_.size()) return false;
+      const Response& r = responses_[seg.stream];
+      return r.used && r.msn == seg.msn && seg.index < r.segments;
+    }
+  }
+  return false;
+}
+
+bool Connection::next_segment(Time now, SegmentRef* seg, bool* moved) {
+  while (!moved_.empty()) {
+    const SegmentRef s = moved_.front();
+    moved_.pop();
+    if (segment_valid(s)) {
+      *seg = s;
+      *moved = true;
+      return true;
+    }
+  }
+  while (!responding_.empty()) {
+    const std::uint32_t slot = responding_.front();
+    Response& r = responses_[slot];
+    if (!r.used || r.sent >= r.segments) {
+      responding_.pop();
+      continue;
+    }
+    *seg = SegmentRef{SegmentKind::kResponse, slot, r.msn, r.sent++};
+    if (r.sent == r.segments) responding_.pop();
+    return true;
+  }
+  for (std::size_t n = sendable_.size(); n > 0; --n) {
+    const StreamId sid = sendable_.front();
+    sendable_.pop();
+    Stream* s = ctx_.stream(sid);
+    if (!s || s->conn != id_) continue;
+    s->scheduled = false;
+    if (s->state != StreamState::kReady || s->error_pending || s->sq_cursor == s->sq_tail) {
+      continue;
+    }
+    if (now < s->rnr_until) continue;  // rescheduled when the RNR wait ends
+    Wqe& w = s->wqe(s->sq_cursor);
+    if (w.sent == 0) {
+      const bool request = w.is_read() || w.is_atomic();
+      if ((w.wr.flags & send_flags::kFence) && s->reads_in_progress > 0) continue;
+      if (open_messages_ >= peer_max_messages_ ||
+          (request && open_requests_ >= peer_max_responses_)) {
+        // The peer's tables are full: wait for completions, keep the turn.
+        s->scheduled = true;
+        sendable_.push(sid);
+        return false;
+      }
+      const std::uint32_t payload_segments =
+          std::max<std::uint32_t>(1, (w.length + mss_ - 1) / mss_);
+      w.segments = request ? 1 : payload_segments;
+      if (w.is_read()) w.response.init(ctx_.bitmaps, payload_segments);
+      ++open_messages_;
+      if (request) {
+        ++open_requests_;
+        ++s->reads_in_progress;
+      }
+    }
+    *seg = SegmentRef{SegmentKind::kRequest, sid, w.msn, w.sent++};
+    if (w.sent == w.segments) ++s->sq_cursor;
+    if (s->sq_cursor != s->sq_tail) schedule_stream(*s);
+    return true;
+  }
+  return false;
+}
+
+bool Connection::has_unsent() const {
+  return !moved_.empty() || !responding_.empty() || !sendable_.empty();
+}
+
+std::uint64_t Connection::pacing_rate() const {
+  std::uint64_t rate = cfg_.line_rate_bps;
+  if (rate_hint_bps_ > 0) rate = std::min(rate, rate_hint_bps_);
+  return rate;
+}
+
+void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmit,
+                          std::span<std::uint8_t> buf, TxMeta* out) {
+  TxEntry& e = p.entry(psn);
+  if (!segment_valid(e.seg)) e.seg = SegmentRef{};
+  std::uint32_t payload = 0;
+  const std::size_t header = build_data(now, p, psn, e.seg, retransmit, buf, &payload);
+  const std::uint32_t carried = cfg_.carry_payload ? payload : 0;
+  out->src = cfg_.planes[p.plane];
+  out->dst = peer_planes_[p.plane];
+  out->src_port = p.port;
+  out->dst_port = peer_.port;
+  out->plane = p.plane;
+  out->ecn = Ecn::kEct0;
+  out->length = static_cast<std::uint32_t>(header + carried);
+  out->wire_length = static_cast<std::uint32_t>(header + payload);
+  out->cls = PacketClass::kData;
+
+  if (p.inflight == 0 && p.lost_pending == 0) p.last_progress = now;  // arm the timer
+  e.sent_at = now;
+  e.order = p.next_order++;
+  e.bytes = static_cast<std::uint16_t>(std::min<std::uint32_t>(out->wire_length, 0xffff));
+  e.in_flight = true;
+  e.acked = false;
+  p.inflight += e.bytes;
+  inflight_ += e.bytes;
+
+  ++p.stats.tx_packets;
+  p.stats.tx_bytes += out->wire_length;
+  ++ctx_.counters.tx_packets;
+  ctx_.counters.tx_bytes += out->wire_length;
+  ++ctx_.counters.tx_data_packets;
+  tx_data_bytes_ += payload;
+  if (retransmit && e.seg.kind != SegmentKind::kNop) {
+    ++p.stats.retransmits;
+    ++retransmits_;
+    ++ctx_.counters.tx_retransmits;
+  }
+  const std::uint64_t rate = pacing_rate();
+  const Time burst = transmit_time(cfg_.pacing_burst_bytes, rate);
+  pace_next_ = std::max(pace_next_, now > burst ? now - burst : 0) +
+               transmit_time(out->wire_length, rate);
+}
+
+std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
+                                   bool retransmit, std::span<std::uint8_t> buf,
+                                   std::uint32_t* payload) {
+  wire::CommonHeader c;
+  c.type = wire::PacketType::kData;
+  c.path = p.id;
+  c.generation = p.generation;
+  c.dst_conn = peer_conn_;
+  c.token = peer_token_;
+  if (has_unsent()) c.flags |= wire::flags::kBacklog;
+  if (p.state == PathState::kFailed || p.timeouts > 0) c.flags |= wire::flags::kAckRequest;
+  wire::DataHeader d;
+  d.psn = psn;
+  d.timestamp = static_cast<std::uint32_t>(now);
+  if (retransmit) d.flags |= wire::data_flags::kRetransmit;
+  *payload = 0;
+
+  Stream* stream = nullptr;
+  const Wqe* wqe = nullptr;
+  const Response* response = nullptr;
+  if (seg.kind == SegmentKind::kRequest) {
+    stream = ctx_.stream(seg.stream);
+    wqe = &stream->wqe(seg.msn);
+    const SendWr& wr = wqe->wr;
+    d.op = request_op(wr.opcode);
+    d.stream = stream->remote;
+    d.msn = wqe->msn;
+    d.message_length = wqe->length;
+    d.remote_addr = wr.remote_addr;
+    d.rkey = wr.rkey;
+    d.ssn = wqe->ssn;
+    d.imm = wr.imm;
+    if (wr.flags & send_flags::kSolicited) d.flags |= wire::data_flags::kSolicited;
+    if (wqe->is_read() || wqe->is_atomic()) {
+      d.operand = wr.compare_add;
+      d.swap = wr.swap;
+      if (wqe->is_atomic()) d.message_length = 8;
+    } else {
+      d.offset = seg.index * mss_;
+      *payload = std::min<std::uint32_t>(mss_, wqe->length - d.offset);
+    }
+    if (seg.index + 1 == wqe->segments) c.flags |= wire::flags::kAckRequest;
+  } else if (seg.kind == SegmentKind::kResponse) {
+    response = &responses_[seg.stream];
+    d.op = response->op;
+    d.stream = response->dst_stream;
+    d.msn = response->msn;
+    if (response->op == wire::DataOp::kAtomicResponse) {
+      d.message_length = 8;
+      d.operand = response->value;
+    } else {
+      d.message_length = response->length;
+      d.offset = seg.index * mss_;
+      *payload = std::min<std::uint32_t>(mss_, response->length - d.offset);
+    }
+    if (seg.index + 1 == response->segments) c.flags |= wire::flags::kAckRequest;
+  }
+  d.payload_length = static_cast<std::uint16_t>(*payload);
+
+  const std::size_t header = wire::encode_data(c, d, buf);
+  if (cfg_.carry_payload && *payload > 0) {
+    std::uint8_t* dst = buf.data() + header;
+    if (wqe) {
+      if (wqe->wr.flags & send_flags::kInline) {
+        std::memcpy(dst, stream->inline_slot(wqe->msn) + d.offset, *payload);
+      } else {
+        ctx_.memory.gather(wqe->wr.sg, wqe->wr.num_sge, d.offset, dst, *payload);
+      }
+    } else if (response) {
+      const Region* r = nullptr;
+      if (ctx_.memory.check(response->rkey, response->addr + d.offset, *payload,
+                            access::kRemoteRead, &r) == AccessCheck::kOk) {
+        if (const std::uint8_t* src = MemoryTable::host_of(*r, response->addr + d.offset)) {
+          std::memcpy(dst, src, *payload);
+        }
+      }
+    }
+  }
+  return header;
+}
+
+}  // namespace mroce

@@ -1,0 +1,47 @@
+// What every connection of one engine shares: configuration, registered memory,
+// streams, the bitmap pool, counters, randomness, the receiver's fair share, and the
+// sink that receives completions and events.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/config.h"
+#include "core/fair_share.h"
+#include "core/memory.h"
+#include "core/random.h"
+#include "core/segment_set.h"
+#include "core/stream.h"
+#include "core/transport.h"
+
+namespace mroce {
+
+struct EngineContext {
+  explicit EngineContext(const EngineConfig& cfg)
+      : config(cfg),
+        memory(cfg.seed ^ 0x6d656d),
+        random(cfg.seed),
+        share(cfg.rx_capacity_bps ? cfg.rx_capacity_bps : cfg.line_rate_bps) {}
+
+  Stream* stream(StreamId id) {
+    return id && id <= streams.size() ? streams[id - 1].get() : nullptr;
+  }
+  void complete(const Completion& c) {
+    if (sink) sink->on_completion(c);
+  }
+  void event(const Event& e) {
+    if (sink) sink->on_event(e);
+  }
+  void drop(DropReason r) { ++counters.drops[static_cast<int>(r)]; }
+
+  EngineConfig config;
+  MemoryTable memory;
+  Random random;
+  FairShare share;
+  BitmapPool bitmaps;
+  Counters counters;
+  Sink* sink = nullptr;
+  std::vector<std::unique_ptr<Stream>> streams;  // id - 1; null once destroyed
+};
+
+}  // namespace mroce

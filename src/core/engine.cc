@@ -1,0 +1,384 @@
+#include "core/engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "wire/codec.h"
+
+namespace mroce {
+
+namespace {
+
+constexpr std::uint32_t kSlotBits = 20;
+constexpr std::uint32_t kSlotMask = (1u << kSlotBits) - 1;
+constexpr std::uint32_t kMaxStreams = (1u << 24) - 1;
+constexpr std::uint32_t kMaxQueueDepth = 1u << 16;
+
+bool valid_opcode(WrOpcode op) { return static_cast<std::uint8_t>(op) <= 6; }
+
+std::uint64_t sge_total(const Sge* sg, int n) {
+  std::uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += sg[i].length;
+  return total;
+}
+
+}  // namespace
+
+Engine::Engine(const EngineConfig& config) : ctx_(config) {
+  if (ctx_.config.planes.empty()) ctx_.config.planes.push_back(Address::ipv4(0x7f000001));
+  if (ctx_.config.planes.size() > wire::kMaxPlanes) ctx_.config.planes.resize(wire::kMaxPlanes);
+  auto& c = ctx_.config;
+  c.paths = std::clamp<std::uint16_t>(c.paths, 1, 256);
+  c.path_window_packets = std::bit_ceil(std::clamp<std::uint32_t>(c.path_window_packets, 2, 256));
+  if (c.path_window_packets > 256) c.path_window_packets = 256;
+  c.src_port_count = std::max<std::uint16_t>(c.src_port_count, 1);
+  c.mss = std::max<std::uint16_t>(c.mss, 64);
+  c.ack_every = std::max<std::uint32_t>(c.ack_every, 1);
+  c.max_inbound_messages = std::max<std::uint16_t>(c.max_inbound_messages, 1);
+  c.max_responses = std::max<std::uint16_t>(c.max_responses, 1);
+  ctx_.sink = nullptr;
+}
+
+Engine::~Engine() = default;
+
+std::size_t Engine::max_packet_size() const { return wire::max_packet_size(ctx_.config.mss); }
+
+Errc Engine::reg_mr(std::uint64_t addr, std::uint64_t length, std::uint32_t access, void* host,
+                    MrKeys* out) {
+  return ctx_.memory.add(addr, length, access, host, out);
+}
+
+Errc Engine::dereg_mr(std::uint32_t lkey) { return ctx_.memory.remove(lkey); }
+
+Connection* Engine::find(ConnId id) const {
+  const std::uint32_t slot = id & kSlotMask;
+  if (slot >= conns_.size() || !conns_[slot]) return nullptr;
+  return conns_[slot]->id() == id ? conns_[slot].get() : nullptr;
+}
+
+Connection* Engine::create(Time now, const Endpoint& peer) {
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(conns_.size());
+    if (slot > kSlotMask) return nullptr;
+    conns_.emplace_back();
+    generations_.push_back(0);
+  }
+  std::uint16_t& gen = generations_[slot];
+  gen = static_cast<std::uint16_t>((gen + 1) & 0xfff);
+  if (gen == 0) gen = 1;
+  const ConnId id = std::uint32_t{gen} << kSlotBits | slot;
+  conns_[slot] = std::make_unique<Connection>(ctx_, id, peer, now);
+  by_peer_[peer] = id;
+  return conns_[slot].get();
+}
+
+void Engine::release(Connection& c) {
+  heap_.remove(&c);
+  auto it = by_peer_.find(c.peer());
+  if (it != by_peer_.end() && it->second == c.id()) by_peer_.erase(it);
+  const std::uint32_t slot = c.id() & kSlotMask;
+  conns_[slot].reset();
+  free_slots_.push_back(slot);
+}
+
+void Engine::touch(Connection& c) {
+  if (c.finished()) {
+    release(c);
+    return;
+  }
+  heap_.update(&c, c.next_deadline());
+  if (!c.in_ready) {
+    c.in_ready = true;
+    ready_.push(c.id());
+  }
+}
+
+Errc Engine::create_stream(const StreamConfig& config, StreamId* out) {
+  if (config.sq_depth == 0 || config.sq_depth > kMaxQueueDepth || config.rq_depth == 0 ||
+      config.rq_depth > kMaxQueueDepth || config.max_inline > 4096) {
+    return Errc::kInvalidArgument;
+  }
+  if (ctx_.streams.size() >= kMaxStreams) return Errc::kNoResources;
+  const auto id = static_cast<StreamId>(ctx_.streams.size() + 1);
+  ctx_.streams.push_back(std::make_unique<Stream>(id, config));
+  *out = id;
+  return Errc::kOk;
+}
+
+Errc Engine::connect_stream(Time now, StreamId sid, const Endpoint& peer, StreamId remote) {
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  if (s->state != StreamState::kIdle) return Errc::kInvalidState;
+  if (remote == kNoStream || remote > kMaxStreams || peer.port == 0) return Errc::kInvalidArgument;
+  Connection* c = nullptr;
+  if (auto it = by_peer_.find(peer); it != by_peer_.end()) c = find(it->second);
+  if (c && (c->finished() || c->state() == ConnState::kClosing)) c = nullptr;
+  if (!c) {
+    c = create(now, peer);
+    if (!c) return Errc::kNoResources;
+    c->start_connect(now);
+  }
+  s->peer = peer;
+  s->remote = remote;
+  c->bind(now, *s);
+  touch(*c);
+  return Errc::kOk;
+}
+
+Errc Engine::destroy_stream(Time now, StreamId sid) {
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  if (Connection* c = find(s->conn)) {
+    c->unbind(now, *s);
+    touch(*c);
+  }
+  ctx_.streams[sid - 1].reset();
+  return Errc::kOk;
+}
+
+Errc Engine::post_send(Time now, StreamId sid, const SendWr& wr) {
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  if (!valid_opcode(wr.opcode) || wr.num_sge > kMaxSge) return Errc::kInvalidArgument;
+  if (s->state == StreamState::kError) {
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.stream = sid;
+    c.status = WcStatus::kWrFlushErr;
+    c.opcode = completion_opcode(wr.opcode);
+    ctx_.complete(c);
+    return Errc::kOk;
+  }
+  if (s->sq_full()) return Errc::kNoResources;
+  const std::uint64_t length = sge_total(wr.sg, wr.num_sge);
+  if (length > (1u << 31)) return Errc::kInvalidArgument;
+  const bool atomic = wr.opcode == WrOpcode::kAtomicCmpSwp || wr.opcode == WrOpcode::kAtomicFetchAdd;
+  const bool inbound = atomic || wr.opcode == WrOpcode::kRdmaRead;  // we write local memory
+  if (atomic && (wr.num_sge != 1 || wr.sg[0].length != 8)) return Errc::kInvalidArgument;
+  const bool inline_data = (wr.flags & send_flags::kInline) && !inbound;
+  if (inline_data) {
+    if (length > s->config.max_inline) return Errc::kInvalidArgument;
+  } else if (!ctx_.memory.sges_valid(wr.sg, wr.num_sge, inbound ? access::kLocalWrite : 0)) {
+    return Errc::kInvalidArgument;
+  }
+
+  const std::uint32_t msn = s->sq_tail;
+  Wqe& w = s->wqe(msn);
+  w.response.release(ctx_.bitmaps);
+  w = Wqe{};
+  w.wr = wr;
+  if (!inline_data) w.wr.flags &= ~send_flags::kInline;
+  w.msn = msn;
+  w.length = static_cast<std::uint32_t>(length);
+  w.rnr_left = s->config.rnr_retry;
+  if (w.consumes_receive()) w.ssn = s->next_ssn++;
+  if (inline_data && ctx_.config.carry_payload) {
+    // Inline data is read from the caller's addresses now, so the buffer is free on return.
+    std::uint8_t* dst = s->inline_slot(msn);
+    for (int i = 0; i < wr.num_sge; ++i) {
+      std::memcpy(dst, reinterpret_cast<const void*>(wr.sg[i].addr), wr.sg[i].length);
+      dst += wr.sg[i].length;
+    }
+  }
+  ++s->sq_tail;
+  if (Connection* c = find(s->conn)) {
+    c->schedule_stream(*s);
+    touch(*c);
+  }
+  (void)now;
+  return Errc::kOk;
+}
+
+Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
+  (void)now;
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  if (wr.num_sge > kMaxSge) return Errc::kInvalidArgument;
+  if (s->state == StreamState::kError) {
+    Completion c;
+    c.wr_id = wr.wr_id;
+    c.stream = sid;
+    c.status = WcStatus::kWrFlushErr;
+    c.opcode = WcOpcode::kRecv;
+    c.is_recv = true;
+    ctx_.complete(c);
+    return Errc::kOk;
+  }
+  if (s->rq_full()) return Errc::kNoResources;
+  if (!ctx_.memory.sges_valid(wr.sg, wr.num_sge, access::kLocalWrite)) {
+    return Errc::kInvalidArgument;
+  }
+  RecvWqe& r = s->recv(s->rq_tail);
+  r.wr = wr;
+  r.length = sge_total(wr.sg, wr.num_sge);
+  ++s->rq_tail;
+  return Errc::kOk;
+}
+
+void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) {
+  ++ctx_.counters.rx_packets;
+  ctx_.counters.rx_bytes += bytes.size();
+  wire::Packet pkt;
+  if (wire::decode(bytes, {ctx_.config.carry_payload}, &pkt) != wire::DecodeError::kOk) {
+    ctx_.drop(DropReason::kMalformed);
+    return;
+  }
+  if (pkt.common.type == wire::PacketType::kConnect) {
+    on_connect(now, meta, pkt);
+    return;
+  }
+  Connection* c = find(pkt.common.dst_conn);
+  if (!c) {
+    ctx_.drop(DropReason::kUnknownConn);
+    return;
+  }
+  if (pkt.common.token != c->token()) {
+    ctx_.drop(DropReason::kBadToken);
+    return;
+  }
+  switch (pkt.common.type) {
+    case wire::PacketType::kAccept:
+      if (pkt.handshake.paths > 256 ||
+          bool(pkt.handshake.flags & wire::handshake_flags::kNoPayload) ==
+              ctx_.config.carry_payload) {
+        ctx_.drop(DropReason::kMalformed);
+        return;
+      }
+      c->on_handshake(now, meta, pkt);
+      break;
+    case wire::PacketType::kConfirm: c->on_confirm(now); break;
+    case wire::PacketType::kClose: c->on_close(now, false); break;
+    case wire::PacketType::kCloseAck: c->on_close(now, true); break;
+    case wire::PacketType::kData:
+    case wire::PacketType::kAck:
+    case wire::PacketType::kNack:
+      // Anything from the peer with our token proves our ACCEPT arrived.
+      c->on_confirm(now);
+      if (!c->established()) {
+        ctx_.drop(DropReason::kUnknownConn);
+        return;
+      }
+      if (pkt.common.type == wire::PacketType::kData) {
+        c->on_data(now, meta, pkt);
+      } else if (pkt.common.type == wire::PacketType::kAck) {
+        c->on_ack(now, pkt);
+      } else {
+        c->on_nack(now, pkt);
+      }
+      break;
+    case wire::PacketType::kConnect: break;
+  }
+  touch(*c);
+}
+
+void Engine::on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt) {
+  const wire::HandshakeHeader& hs = pkt.handshake;
+  if (hs.paths > 256 ||
+      bool(hs.flags & wire::handshake_flags::kNoPayload) == ctx_.config.carry_payload) {
+    ctx_.drop(DropReason::kMalformed);
+    return;
+  }
+  Endpoint peer;
+  peer.addr.bytes = hs.addresses[0];
+  peer.port = hs.listen_port;
+  Connection* c = nullptr;
+  if (auto it = by_peer_.find(peer); it != by_peer_.end()) c = find(it->second);
+  if (c && c->peer_conn() != 0 && !c->matches_peer_incarnation(hs)) {
+    // The peer restarted: what we had with its former incarnation cannot go on.
+    Connection& old = *c;
+    old.on_close(now, false);
+    release(old);
+    c = nullptr;
+  }
+  if (c && c->finished()) c = nullptr;
+  if (!c) {
+    if (!ctx_.config.accept_incoming) {
+      ctx_.drop(DropReason::kUnknownConn);
+      return;
+    }
+    c = create(now, peer);
+    if (!c) {
+      ctx_.drop(DropReason::kNoResources);
+      return;
+    }
+  }
+  c->on_handshake(now, meta, pkt);
+  touch(*c);
+}
+
+bool Engine::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  for (std::size_t n = ready_.size(); n > 0; --n) {
+    const ConnId id = ready_.front();
+    ready_.pop();
+    Connection* c = find(id);
+    if (!c) continue;
+    if (c->poll_transmit(now, buf, out)) {
+      ready_.push(id);  // round robin: one packet per turn
+      if (out->cls != PacketClass::kData) {
+        ++ctx_.counters.tx_packets;
+        ctx_.counters.tx_bytes += out->wire_length;
+      }
+      if (c->finished()) {
+        c->in_ready = false;
+        release(*c);
+      } else {
+        heap_.update(c, c->next_deadline());
+      }
+      return true;
+    }
+    c->in_ready = false;
+    if (c->finished()) {
+      release(*c);
+    } else {
+      heap_.update(c, c->next_deadline());
+    }
+  }
+  return false;
+}
+
+void Engine::on_timer(Time now) {
+  expired_.clear();
+  while (!heap_.empty() && heap_.top_key() <= now) {
+    Connection* c = heap_.top();
+    heap_.remove(c);
+    expired_.push_back(c);
+  }
+  for (Connection* c : expired_) {
+    c->on_timer(now);
+    touch(*c);
+  }
+}
+
+StreamState Engine::stream_state(StreamId sid) const {
+  const Stream* s = const_cast<EngineContext&>(ctx_).stream(sid);
+  return s ? s->state : StreamState::kDestroyed;
+}
+
+ConnId Engine::stream_connection(StreamId sid) const {
+  const Stream* s = const_cast<EngineContext&>(ctx_).stream(sid);
+  return s && find(s->conn) ? s->conn : 0;
+}
+
+bool Engine::connection_stats(ConnId conn, ConnStats* out) const {
+  const Connection* c = find(conn);
+  if (!c) return false;
+  c->stats(out);
+  return true;
+}
+
+bool Engine::path_stats(ConnId conn, std::uint16_t path, PathStats* out) const {
+  const Connection* c = find(conn);
+  return c && c->path_stats(path, out);
+}
+
+void Engine::for_each_connection(const std::function<void(ConnId)>& fn) const {
+  for (const auto& c : conns_) {
+    if (c) fn(c->id());
+  }
+}
+
+}  // namespace mroce

@@ -1,0 +1,79 @@
+// The MetaRoCE engine: one endpoint, any number of connections, as a pure state
+// machine behind the Transport interface. See docs/SPEC.md for the protocol and
+// docs/DESIGN.md for how the pieces fit.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config.h"
+#include "core/connection.h"
+#include "core/context.h"
+#include "core/deadline_heap.h"
+#include "core/ring.h"
+#include "core/transport.h"
+
+namespace mroce {
+
+class Engine final : public Transport {
+ public:
+  explicit Engine(const EngineConfig& config);
+  ~Engine() override;
+
+  void set_sink(Sink* sink) override {
+    sink_ = sink;
+    ctx_.sink = sink;
+  }
+
+  Errc reg_mr(std::uint64_t addr, std::uint64_t length, std::uint32_t access, void* host,
+              MrKeys* out) override;
+  Errc dereg_mr(std::uint32_t lkey) override;
+
+  Errc create_stream(const StreamConfig& config, StreamId* out) override;
+  Errc connect_stream(Time now, StreamId stream, const Endpoint& peer, StreamId remote) override;
+  Errc destroy_stream(Time now, StreamId stream) override;
+  Errc post_send(Time now, StreamId stream, const SendWr& wr) override;
+  Errc post_recv(Time now, StreamId stream, const RecvWr& wr) override;
+
+  void on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) override;
+  bool poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) override;
+  void on_timer(Time now) override;
+  Time next_deadline() const override { return heap_.top_key(); }
+  std::size_t max_packet_size() const override;
+
+  const Counters& counters() const override { return ctx_.counters; }
+  StreamState stream_state(StreamId stream) const override;
+  ConnId stream_connection(StreamId stream) const override;
+  bool connection_stats(ConnId conn, ConnStats* out) const override;
+  bool path_stats(ConnId conn, std::uint16_t path, PathStats* out) const override;
+  void for_each_connection(const std::function<void(ConnId)>& fn) const override;
+
+  const EngineConfig& config() const { return ctx_.config; }
+
+ private:
+  struct EndpointHash {
+    std::size_t operator()(const Endpoint& e) const {
+      return std::hash<Address>()(e.addr) ^ (std::size_t{e.port} * 0x9e3779b97f4a7c15ull);
+    }
+  };
+
+  Connection* find(ConnId id) const;
+  Connection* create(Time now, const Endpoint& peer);
+  void on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt);
+  // After any call into a connection: re-arm its timer, offer it a turn to send, and
+  // release it once it has ended.
+  void touch(Connection& c);
+  void release(Connection& c);
+
+  EngineContext ctx_;
+  std::vector<std::unique_ptr<Connection>> conns_;  // by slot
+  std::vector<std::uint16_t> generations_;          // by slot
+  std::vector<std::uint32_t> free_slots_;
+  std::unordered_map<Endpoint, ConnId, EndpointHash> by_peer_;
+  Ring<ConnId> ready_;
+  DeadlineHeap<Connection> heap_;
+  std::vector<Connection*> expired_;  // scratch for on_timer
+};
+
+}  // namespace mroce

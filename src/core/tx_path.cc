@@ -1,0 +1,20 @@
+#include "core/tx_path.h"
+
+namespace mroce {
+
+TxPath::TxPath(std::uint32_t window_packets, Time initial_rtt)
+    : rtt(initial_rtt), ring_(window_packets) {}
+
+void TxPath::reset_sequence(std::uint32_t isn) {
+  snd_una = snd_nxt = isn;
+  lost_pending = 0;
+  inflight = 0;
+  largest_acked_order = 0;
+  next_order = 1;
+  for (auto& e : ring_) e = TxEntry{};
+  window_end = isn;
+  window_acked = window_marked = 0;
+  counters_valid = false;
+}
+
+}  // namespace mroce
