@@ -44,10 +44,9 @@ void Connection::adopt_peer(const wire::HandshakeHeader& hs) {
   if (rx_.size() != hs.paths) rx_.assign(hs.paths, RxPath{});
 }
 
-void Connection::on_handshake(Time now, const RxMeta& meta, const wire::Packet& pkt) {
+void Connection::on_handshake(Time now, const wire::Packet& pkt) {
   const auto& hs = pkt.handshake;
   if (pkt.common.type == wire::PacketType::kConnect) {
-    accept_to_ = meta;
     switch (state_) {
       case ConnState::kConnecting:  // both sides opened at once, or a fresh responder
         adopt_peer(hs);
@@ -292,7 +291,7 @@ Time Connection::next_deadline() const {
       }
     }
     if (all_failed_since_ != kNever) t = std::min(t, all_failed_since_ + cfg_.connect_timeout);
-    if (pace_next_ > 0 && has_unsent()) t = std::min(t, pace_next_);
+    if (pace_blocked_) t = std::min(t, pace_next_);
   }
   return t;
 }
@@ -311,6 +310,8 @@ void Connection::stats(ConnStats* out) const {
   s.path_failures = path_failures_;
   s.plane_failures = plane_failures_;
   s.cwnd_bytes = cwnd_;
+  s.inflight_bytes = inflight_;
+  s.open_messages = open_messages_;
   s.rate_hint_bps = rate_hint_bps_;
   s.pacing_rate_bps = pacing_rate();
   s.inbound_senders = ctx_.share.active();

@@ -42,7 +42,7 @@ class Connection {
 
   // Set-up.
   void start_connect(Time now);
-  void on_handshake(Time now, const RxMeta& meta, const wire::Packet& pkt);
+  void on_handshake(Time now, const wire::Packet& pkt);
   void on_confirm(Time now);
   void on_close(Time now, bool ack);
   std::uint32_t peer_conn() const { return peer_conn_; }
@@ -173,7 +173,6 @@ class Connection {
   bool send_confirm_ = false;
   bool send_close_ = false;
   bool send_close_ack_ = false;
-  RxMeta accept_to_;  // where the CONNECT we answer came from
 
   // Paths.
   std::vector<TxPath> tx_;

@@ -53,17 +53,8 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
   wire::CommonHeader c;
   c.dst_conn = peer_conn_;
   c.token = peer_token_;
-  // Retries leave from a different source port each time so that a set-up stuck on a
-  // broken route gets a new one.
-  out->src = cfg_.planes[0];
-  out->dst = peer_.addr;
-  out->src_port = pool_port(handshake_tries_);
-  out->dst_port = peer_.port;
-  out->plane = 0;
-  out->ecn = Ecn::kNotEct;
-  out->cls = PacketClass::kControl;
-
   std::size_t len = 0;
+  bool retry = false;  // a timed retransmission follows unless answered
   if (send_close_ack_) {
     c.type = wire::PacketType::kCloseAck;
     len = wire::encode_bare(c, buf);
@@ -76,9 +67,7 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
   } else if (send_close_ && now >= handshake_at_) {
     c.type = wire::PacketType::kClose;
     len = wire::encode_bare(c, buf);
-    ++handshake_tries_;
-    handshake_at_ = now + handshake_interval_;
-    handshake_interval_ = std::min(2 * handshake_interval_, kSecond);
+    retry = true;
   } else {
     const bool connect = state_ == ConnState::kConnecting && now >= handshake_at_;
     const bool accept = send_accept_ || (state_ == ConnState::kAccepting && now >= handshake_at_);
@@ -101,21 +90,25 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
       c.token = 0;
     } else {
       c.type = wire::PacketType::kAccept;
-      out->src = accept_to_.dst;
-      out->dst = accept_to_.src;
-      out->src_port = cfg_.listen_port;
-      out->dst_port = accept_to_.src_port;
-      out->plane = accept_to_.plane;
-      send_accept_ = false;
     }
+    retry = !send_accept_;
+    send_accept_ = false;
     len = wire::encode_handshake(c, hs, buf);
-    if (state_ != ConnState::kEstablished) {
-      ++handshake_tries_;
-      handshake_at_ = now + handshake_interval_;
-      handshake_interval_ = std::min(2 * handshake_interval_, kSecond);
-    }
   }
+  // Every set-up packet leaves from another source port than the last, so a set-up
+  // stuck on a broken route finds a new one.
+  out->src = cfg_.planes[0];
+  out->dst = peer_.addr;
+  out->src_port = pool_port(handshake_tries_++);
+  out->dst_port = peer_.port;
+  out->plane = 0;
+  out->ecn = Ecn::kNotEct;
+  out->cls = PacketClass::kControl;
   out->length = out->wire_length = static_cast<std::uint32_t>(len);
+  if (retry) {
+    handshake_at_ = now + handshake_interval_;
+    handshake_interval_ = std::min(2 * handshake_interval_, kSecond);
+  }
   return len > 0;
 }
 
@@ -249,24 +242,41 @@ bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   return true;
 }
 
+// Round robin over the paths with window room, each path's turns in proportion to its
+// window (deficit round robin): a path trimmed by CE marks gets fewer packets even when
+// pacing, not the windows, limits the connection. A path marked within the last round
+// trip is used only when no clear path has room.
 TxPath* Connection::pick_path(Time now) {
   const std::size_t n = tx_.size();
-  TxPath* marked = nullptr;
-  for (std::size_t k = 0; k < n; ++k) {
-    TxPath& p = tx_[(path_cursor_ + k) % n];
-    if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() || p.inflight >= p.cwnd) {
-      continue;
+  for (int pass = 0; pass < 2; ++pass) {
+    TxPath* marked = nullptr;
+    bool eligible = false;
+    for (std::size_t k = 0; k < n; ++k) {
+      TxPath& p = tx_[(path_cursor_ + k) % n];
+      if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() ||
+          p.inflight >= p.cwnd) {
+        continue;
+      }
+      eligible = true;
+      if (p.credit <= 0) continue;
+      if (p.avoid_until > now) {
+        if (!marked) marked = &p;
+        continue;
+      }
+      path_cursor_ = static_cast<std::uint32_t>((p.id + 1) % n);
+      return &p;
     }
-    // A path that just saw CE marks is used only when no clear path has room.
-    if (p.avoid_until > now) {
-      if (!marked) marked = &p;
-      continue;
+    if (marked) {
+      path_cursor_ = static_cast<std::uint32_t>((marked->id + 1) % n);
+      return marked;
     }
-    path_cursor_ = static_cast<std::uint32_t>((p.id + 1) % n);
-    return &p;
+    if (!eligible) return nullptr;
+    // Every path with room has spent its turns: a new round.
+    for (TxPath& p : tx_) {
+      p.credit = std::min<std::int64_t>(p.credit + p.cwnd, p.cwnd);
+    }
   }
-  if (marked) path_cursor_ = static_cast<std::uint32_t>((marked->id + 1) % n);
-  return marked;
+  return nullptr;
 }
 
 bool Connection::segment_valid(const SegmentRef& seg) {
@@ -384,6 +394,7 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
   e.bytes = static_cast<std::uint16_t>(std::min<std::uint32_t>(out->wire_length, 0xffff));
   e.in_flight = true;
   e.acked = false;
+  p.credit -= e.bytes;
   p.inflight += e.bytes;
   inflight_ += e.bytes;
 

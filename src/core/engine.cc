@@ -228,7 +228,7 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
     return;
   }
   if (pkt.common.type == wire::PacketType::kConnect) {
-    on_connect(now, meta, pkt);
+    on_connect(now, pkt);
     return;
   }
   Connection* c = find(pkt.common.dst_conn);
@@ -248,7 +248,7 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
         ctx_.drop(DropReason::kMalformed);
         return;
       }
-      c->on_handshake(now, meta, pkt);
+      c->on_handshake(now, pkt);
       break;
     case wire::PacketType::kConfirm: c->on_confirm(now); break;
     case wire::PacketType::kClose: c->on_close(now, false); break;
@@ -275,7 +275,7 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
   touch(*c);
 }
 
-void Engine::on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt) {
+void Engine::on_connect(Time now, const wire::Packet& pkt) {
   const wire::HandshakeHeader& hs = pkt.handshake;
   if (hs.paths > 256 ||
       bool(hs.flags & wire::handshake_flags::kNoPayload) == ctx_.config.carry_payload) {
@@ -306,7 +306,7 @@ void Engine::on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt) {
       return;
     }
   }
-  c->on_handshake(now, meta, pkt);
+  c->on_handshake(now, pkt);
   touch(*c);
 }
 

@@ -49,6 +49,7 @@ class TxPath {
   std::uint32_t cwnd = 0;
   std::uint32_t ssthresh = ~0u;
   std::uint32_t inflight = 0;
+  std::int64_t credit = 0;  // bytes this path may still send in the current round
   double alpha = 0;  // DCTCP's estimate of the marked fraction
   std::uint32_t window_end = 0;          // PSN that closes the current observation window
   std::uint32_t window_acked = 0;        // packets acknowledged in that window

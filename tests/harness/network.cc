@@ -21,6 +21,11 @@ bool is_data(std::span<const std::uint8_t> bytes) {
   return !bytes.empty() && (bytes[0] & 0x0f) == std::uint8_t(wire::PacketType::kData);
 }
 
+// DATA packets other than NOPs (opcode byte after the common header and four words).
+bool carries_content(std::span<const std::uint8_t> bytes) {
+  return is_data(bytes) && bytes.size() > 32 && bytes[32] != std::uint8_t(wire::DataOp::kNop);
+}
+
 bool is_ect(Ecn e) { return e == Ecn::kEct0 || e == Ecn::kEct1; }
 
 }  // namespace
@@ -35,8 +40,9 @@ Network::Network(int planes, int spines_per_plane, std::uint64_t seed)
 int Network::add_host(Transport* transport, std::vector<Address> addresses,
                       std::uint16_t listen_port) {
   if (int(addresses.size()) > planes_) throw std::invalid_argument("more addresses than planes");
-  Host h{transport, std::move(addresses), listen_port, {}, kNever};
+  Host h{transport, std::move(addresses), listen_port, {}, {}, kNever};
   h.downlinks.resize(planes_);
+  h.uplinks.resize(planes_);
   hosts_.push_back(std::move(h));
   const int index = int(hosts_.size()) - 1;
   tx_buf_.resize(std::max(tx_buf_.size(), transport->max_packet_size()));
@@ -67,6 +73,9 @@ void Network::schedule(Time t, std::function<void()> fn) {
 void Network::at(Time t, std::function<void()> fn) { schedule(t, std::move(fn)); }
 
 bool Network::run_until(const std::function<bool()>& done, Time limit) {
+  // Work the test posted directly since the last run is sent now, as a driver would
+  // poll after posting.
+  for (std::size_t h = 0; h < hosts_.size(); ++h) pump(int(h));
   while (!done()) {
     if (events_q_.empty() || events_q_.top().t > limit) {
       now_ = std::max(now_, std::min(limit, events_q_.empty() ? limit : events_q_.top().t));
@@ -125,7 +134,17 @@ void Network::send(int src_host, Packet pkt) {
   if (host_of(pkt.meta.src, &src_plane) != src_host) return;  // spoofed source: not routable
   const int dst_host = host_of(pkt.meta.dst, &dst_plane);
   if (dst_host < 0 || dst_plane != src_plane || src_plane != pkt.meta.plane) return;
-  through_spine(src_host, dst_host, src_plane, std::move(pkt));
+  Uplink& up = hosts_[src_host].uplinks[src_plane];
+  if (up.rate_bps == 0) {
+    through_spine(src_host, dst_host, src_plane, std::move(pkt));
+    return;
+  }
+  bool dropped = false;
+  std::uint32_t depth = 0;
+  const Time leave = serialize(up.q, up.rate_bps, ~0u, pkt.bytes.size(), &dropped, &depth);
+  schedule(leave, [this, src_host, dst_host, src_plane, pkt = std::move(pkt)]() mutable {
+    through_spine(src_host, dst_host, src_plane, std::move(pkt));
+  });
 }
 
 Time Network::serialize(Queue& q, std::uint64_t rate_bps, std::uint32_t limit, std::size_t bytes,
@@ -147,16 +166,16 @@ Time Network::serialize(Queue& q, std::uint64_t rate_bps, std::uint32_t limit, s
 }
 
 void Network::through_spine(int src_host, int dst_host, int plane, Packet pkt) {
-  (void)src_host;
   const int s = spine_of(pkt.meta.src, pkt.meta.dst, pkt.meta.src_port, pkt.meta.dst_port);
   Spine& sp = spines_[plane * spines_per_plane_ + s];
   const bool data = is_data(pkt.bytes);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   ++sp.stats.packets;
   if (data) ++sp.stats.data_packets;
-  if (sp.p.blackhole || ((data || sp.p.loss_all) && sp.p.loss > 0 && u(rng_) < sp.p.loss)) {
+  if (sp.p.blackhole || sp.p.blackhole_from == src_host || ((data || sp.p.loss_all) && sp.p.loss > 0 && u(rng_) < sp.p.loss)) {
     ++sp.stats.dropped;
     if (data) ++sp.stats.data_dropped;
+    if (carries_content(pkt.bytes)) ++sp.stats.content_dropped;
     return;
   }
   if (sp.p.ce > 0 && is_ect(pkt.ecn) && u(rng_) < sp.p.ce) {
@@ -176,6 +195,7 @@ void Network::through_spine(int src_host, int dst_host, int plane, Packet pkt) {
   sp.stats.max_queue = std::max(sp.stats.max_queue, depth);
   if (dropped) {
     ++sp.stats.queue_drops;
+    if (carries_content(pkt.bytes)) ++sp.stats.content_dropped;
     return;
   }
   Time jitter = 0;
@@ -206,6 +226,7 @@ void Network::to_downlink(int dst_host, int plane, Packet pkt) {
   d.stats.max_queue = std::max(d.stats.max_queue, depth);
   if (dropped) {
     ++d.stats.queue_drops;
+    if (carries_content(pkt.bytes)) ++d.stats.content_dropped;
     return;
   }
   if (d.p.ecn_threshold > 0 && depth >= d.p.ecn_threshold && is_ect(pkt.ecn)) {
@@ -237,6 +258,14 @@ std::uint64_t Network::total_data_drops() const {
   for (const auto& s : spines_) n += s.stats.data_dropped + s.stats.queue_drops;
   for (const auto& h : hosts_)
     for (const auto& d : h.downlinks) n += d.stats.queue_drops;
+  return n;
+}
+
+std::uint64_t Network::total_content_drops() const {
+  std::uint64_t n = 0;
+  for (const auto& s : spines_) n += s.stats.content_dropped;
+  for (const auto& h : hosts_)
+    for (const auto& d : h.downlinks) n += d.stats.content_dropped;
   return n;
 }
 

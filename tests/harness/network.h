@@ -29,6 +29,7 @@ struct SpineParams {
   double corrupt = 0;  // flip one random bit and deliver anyway
   double ce = 0;       // probability of CE-marking an ECT packet
   bool blackhole = false;
+  int blackhole_from = -1;  // drop only what this host sends (one direction of a link)
   std::uint64_t rate_bps = 0;  // 0: unlimited
   std::uint32_t queue_packets = 1000;
 };
@@ -44,6 +45,7 @@ struct LinkStats {
   std::uint64_t data_packets = 0;  // offered DATA packets
   std::uint64_t dropped = 0;       // random loss and black hole
   std::uint64_t data_dropped = 0;
+  std::uint64_t content_dropped = 0;  // DATA packets that carried something (not NOPs)
   std::uint64_t queue_drops = 0;
   std::uint64_t duplicated = 0;
   std::uint64_t corrupted = 0;
@@ -60,6 +62,8 @@ class Network {
 
   SpineParams& spine(int plane, int index) { return spines_[plane * spines_per_plane_ + index].p; }
   DownlinkParams& downlink(int host, int plane) { return hosts_[host].downlinks[plane].p; }
+  // The host's NIC: packets leave it one after another at this rate (0: at once).
+  std::uint64_t& uplink_rate(int host, int plane) { return hosts_[host].uplinks[plane].rate_bps; }
   const LinkStats& spine_stats(int plane, int index) const {
     return spines_[plane * spines_per_plane_ + index].stats;
   }
@@ -87,6 +91,7 @@ class Network {
 
   std::uint64_t events() const { return events_; }
   std::uint64_t total_data_drops() const;
+  std::uint64_t total_content_drops() const;
 
  private:
   struct Packet {
@@ -109,11 +114,16 @@ class Network {
     LinkStats stats;
     Queue q;
   };
+  struct Uplink {
+    std::uint64_t rate_bps = 0;
+    Queue q;
+  };
   struct Host {
     Transport* t;
     std::vector<Address> addresses;
     std::uint16_t port;
     std::vector<Downlink> downlinks;
+    std::vector<Uplink> uplinks;
     Time timer_at = kNever;  // earliest armed timer event
   };
   struct Event {

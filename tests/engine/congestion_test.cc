@@ -1,0 +1,138 @@
+// Congestion control: CE marks trim the path that saw them and steer traffic to clear
+// paths; random loss without marks does not cost throughput; N senders into one
+// receiver converge on the receiver's fair share within a few round trips.
+#include <map>
+
+#include "engine/fixture.h"
+
+namespace mroce::testing {
+namespace {
+
+// Bulk WRITEs from `from` to `to`, `count` of `size` bytes; returns when all complete.
+struct Bulk {
+  Bulk(Cluster& cl, int from, int to, int count, std::uint32_t size)
+      : cl(cl), from(from), src(cl.engine(from), size), dst(cl.engine(to), size) {
+    StreamConfig cfg;
+    cfg.sq_depth = std::uint32_t(count);
+    std::tie(stream, remote) = cl.connect(from, to, cfg);
+    for (int i = 0; i < count; ++i) {
+      SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, size, std::uint64_t(i));
+      wr.remote_addr = dst.addr();
+      wr.rkey = dst.keys.rkey;
+      EXPECT_EQ(cl.engine(from).post_send(cl.net.now(), stream, wr), Errc::kOk);
+    }
+    total = std::uint64_t(count) * size;
+    this->count = std::size_t(count);
+  }
+  bool done() const { return cl.rec(from).completions.size() >= count; }
+  ConnId conn() { return cl.engine(from).stream_connection(stream); }
+
+  Cluster& cl;
+  int from;
+  Buffer src, dst;
+  StreamId stream = 0, remote = 0;
+  std::uint64_t total = 0;
+  std::size_t count = 0;
+};
+
+TEST(Congestion, MarkedPathCarriesLessTraffic) {
+  Cluster cl(2, 1, 4, 21);
+  cl.net.spine(0, 0).ce = 0.2;
+  Bulk bulk(cl, 0, 1, 64, 1 << 20);
+  ASSERT_TRUE(cl.net.run_until([&] { return bulk.done(); }, 5 * kSecond));
+  std::map<int, std::pair<std::uint64_t, int>> per_spine;  // bytes, paths
+  ConnStats st;
+  cl.engine(0).connection_stats(bulk.conn(), &st);
+  for (std::uint16_t i = 0; i < st.paths; ++i) {
+    PathStats ps;
+    cl.engine(0).path_stats(bulk.conn(), i, &ps);
+    EXPECT_EQ(ps.reentropies, 0u);  // marks are congestion, not failure
+    const int s = cl.net.spine_of(host_address(0, 0), host_address(1, 0), ps.src_port, kDefaultPort);
+    per_spine[s].first += ps.tx_bytes;
+    per_spine[s].second += 1;
+    if (s == 0) {
+      EXPECT_GT(ps.ce_packets, 0u);
+    }
+  }
+  ASSERT_GT(per_spine[0].second, 0) << "no path hashed onto the marked spine";
+  double clean = 0;
+  int clean_paths = 0;
+  for (auto& [s, v] : per_spine) {
+    if (s == 0) continue;
+    clean += double(v.first);
+    clean_paths += v.second;
+  }
+  const double marked_per_path = double(per_spine[0].first) / per_spine[0].second;
+  const double clean_per_path = clean / clean_paths;
+  EXPECT_LT(marked_per_path, 0.5 * clean_per_path)
+      << "marked " << marked_per_path << " clean " << clean_per_path;
+}
+
+// Goodput of bulk WRITEs through a 10 Gbit/s receiver port, with random loss on the
+// spines (data and ACKs alike), relative to the same run without loss.
+double goodput_gbps(double loss, std::uint64_t seed) {
+  Cluster cl(2, 1, 4, seed);
+  for (int s = 0; s < 4; ++s) {
+    cl.net.spine(0, s).loss = loss;
+    cl.net.spine(0, s).loss_all = true;
+  }
+  cl.net.downlink(1, 0).rate_bps = 10'000'000'000;
+  cl.net.downlink(1, 0).ecn_threshold = 30;
+  Bulk bulk(cl, 0, 1, 40, 1 << 20);
+  const Time start = cl.net.now();
+  EXPECT_TRUE(cl.net.run_until([&] { return bulk.done(); }, 10 * kSecond));
+  return double(bulk.total) * 8 / double(cl.net.now() - start);
+}
+
+TEST(Congestion, RandomLossKeepsGoodput) {
+  const double clean = goodput_gbps(0, 31);
+  const double one = goodput_gbps(0.01, 31);
+  const double ten = goodput_gbps(0.10, 31);
+  RecordProperty("goodput_clean_gbps", std::to_string(clean));
+  RecordProperty("goodput_1pct", std::to_string(one / clean));
+  RecordProperty("goodput_10pct", std::to_string(ten / clean));
+  EXPECT_GT(clean, 8.0);  // near the 10 Gbit/s port, headers aside
+  EXPECT_GT(one / clean, 0.95);
+  EXPECT_GT(ten / clean, 0.70);
+}
+
+TEST(Congestion, IncastConvergesOnFairShare) {
+  constexpr int kSenders = 8;
+  constexpr std::uint64_t kPort = 10'000'000'000;
+  Cluster cl(kSenders + 1, 1, 4, 41, [](int, EngineConfig& c) {
+    c.rx_capacity_bps = kPort;
+    c.initial_window_bytes = 64 * 1024;
+  });
+  cl.net.downlink(kSenders, 0).rate_bps = kPort;
+  cl.net.downlink(kSenders, 0).ecn_threshold = 40;
+  for (int i = 0; i < kSenders; ++i) cl.net.uplink_rate(i, 0) = kPort;
+  std::vector<std::unique_ptr<Bulk>> flows;
+  for (int i = 0; i < kSenders; ++i) {
+    flows.push_back(std::make_unique<Bulk>(cl, i, kSenders, 4, 4 << 20));
+  }
+  // A round trip here is about 20 us (two 10 us hops) plus queueing.
+  cl.net.run_for(200 * kMicrosecond);
+  const double share = double(kPort) / kSenders;
+  for (auto& f : flows) {
+    ConnStats st;
+    ASSERT_TRUE(cl.engine(f->from).connection_stats(f->conn(), &st));
+    EXPECT_NEAR(double(st.rate_hint_bps), share, 0.05 * share);
+    EXPECT_EQ(st.pacing_rate_bps, st.rate_hint_bps);
+  }
+  ASSERT_TRUE(cl.net.run_until(
+      [&] {
+        for (auto& f : flows)
+          if (!f->done()) return false;
+        return true;
+      },
+      5 * kSecond));
+  // The port stayed busy and its queue bounded.
+  const double seconds = double(cl.net.now()) / 1e9;
+  const double total_bits = double(kSenders) * 4 * (4 << 20) * 8;
+  EXPECT_GT(total_bits / seconds, 0.85 * kPort);
+  EXPECT_LT(cl.net.downlink_stats(kSenders, 0).max_queue, 400u);
+  EXPECT_EQ(cl.net.downlink_stats(kSenders, 0).queue_drops, 0u);
+}
+
+}  // namespace
+}  // namespace mroce::testing
