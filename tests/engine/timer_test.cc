@@ -1,0 +1,149 @@
+// Timers: delayed acknowledgement, retransmission timeout with exponential backoff,
+// probing of a failed path with growing intervals, set-up retries from rotating source
+// ports, and the deadline the engine reports.
+#include <map>
+
+#include "engine/workload.h"
+#include "wire/codec.h"
+
+namespace mroce::testing {
+namespace {
+
+TEST(Timers, DelayedAckWaitsAckDelay) {
+  Cluster cl(2, 1, 1, 3, [](int, EngineConfig& c) {
+    c.ack_every = 1000;
+    c.ack_delay = 50 * kMicrosecond;
+    c.paths = 1;
+  });
+  std::vector<std::pair<Time, wire::PacketType>> from_b;
+  Time first_data_sent = 0;
+  int data_seen = 0;
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (wire::decode(b, {}, &p) != wire::DecodeError::kOk) return;
+    if (host == 1) from_b.emplace_back(cl.net.now(), p.common.type);
+    if (host == 0 && p.common.type == wire::PacketType::kData && data_seen++ == 0) {
+      first_data_sent = cl.net.now();
+    }
+  });
+  auto [a, b] = cl.connect(0, 1);
+  (void)b;
+  Buffer src(cl.engine(0), 8192), dst(cl.engine(1), 8192);
+  cl.net.run_for(1 * kMillisecond);  // set-up done
+  // Two segments; drop the second so only the first, without an ACK request, arrives.
+  bool dropped = false;
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> bytes) {
+    wire::Packet p;
+    if (wire::decode(bytes, {}, &p) != wire::DecodeError::kOk) return;
+    if (host == 1) from_b.emplace_back(cl.net.now(), p.common.type);
+    if (host == 0 && p.common.type == wire::PacketType::kData && first_data_sent == 0) {
+      first_data_sent = cl.net.now();
+    } else if (host == 0 && p.common.type == wire::PacketType::kData && !dropped) {
+      dropped = true;
+      cl.net.spine(0, 0).blackhole = true;
+      cl.net.at(cl.net.now() + 1, [&] { cl.net.spine(0, 0).blackhole = false; });
+    }
+  });
+  from_b.clear();
+  first_data_sent = 0;
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 8192, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  cl.net.run_for(200 * kMicrosecond);
+  ASSERT_FALSE(from_b.empty());
+  EXPECT_EQ(from_b[0].second, wire::PacketType::kAck);
+  // One hop (10 us) to arrive, then the delay.
+  EXPECT_EQ(from_b[0].first, first_data_sent + 10 * kMicrosecond + 50 * kMicrosecond);
+}
+
+TEST(Timers, TimeoutBacksOffThenPathFailsAndProbesSlowDown) {
+  Cluster cl(2, 1, 1, 4, [](int, EngineConfig& c) {
+    c.paths = 1;
+    c.min_rto = 1 * kMillisecond;
+    c.fail_after_timeouts = 3;
+    c.probe_interval = 2 * kMillisecond;
+    c.max_probe_interval = 16 * kMillisecond;
+    c.connect_timeout = 10 * kSecond;
+  });
+  auto [a, b] = cl.connect(0, 1);
+  (void)b;
+  Buffer src(cl.engine(0), 4096), dst(cl.engine(1), 4096);
+  cl.net.run_for(1 * kMillisecond);
+  std::vector<Time> sends;
+  std::vector<std::uint16_t> ports;
+  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t>) {
+    if (host == 0 && m.cls == PacketClass::kData) {
+      sends.push_back(cl.net.now());
+      ports.push_back(m.src_port);
+    }
+  });
+  cl.net.spine(0, 0).blackhole = true;
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 100, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  cl.net.run_for(100 * kMillisecond);
+  ASSERT_GE(sends.size(), 7u);
+  // Data, then at 1, 2, 4 ms timeouts (the last fails the path), then probes 2, 4, 8,
+  // 16, 16 ms apart, each from a new port.
+  std::vector<Time> gaps;
+  for (std::size_t i = 1; i < sends.size(); ++i) gaps.push_back(sends[i] - sends[i - 1]);
+  EXPECT_EQ(gaps[0], 1 * kMillisecond);
+  EXPECT_EQ(gaps[1], 2 * kMillisecond);
+  EXPECT_EQ(gaps[2], 4 * kMillisecond);  // timed out: path failed, first probe at once
+  EXPECT_EQ(gaps[3], 2 * kMillisecond);
+  EXPECT_EQ(gaps[4], 4 * kMillisecond);
+  EXPECT_EQ(gaps[5], 8 * kMillisecond);
+  EXPECT_EQ(gaps[6], 16 * kMillisecond);
+  EXPECT_NE(ports[3], ports[4]);
+  EXPECT_NE(ports[4], ports[5]);
+  // The deadline the engine reports is the next probe.
+  EXPECT_GT(cl.engine(0).next_deadline(), cl.net.now());
+  EXPECT_LE(cl.engine(0).next_deadline(), cl.net.now() + 16 * kMillisecond);
+}
+
+TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
+  Cluster cl(2, 1, 4, 5, [](int, EngineConfig& c) {
+    c.connect_retry = 10 * kMillisecond;
+    c.connect_timeout = 200 * kMillisecond;
+  });
+  for (int s = 0; s < 4; ++s) cl.net.spine(0, s).blackhole = true;
+  std::vector<Time> times;
+  std::vector<std::uint16_t> ports;
+  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t>) {
+    if (host == 0) {
+      times.push_back(cl.net.now());
+      ports.push_back(m.src_port);
+    }
+  });
+  StreamId s = 0;
+  ASSERT_EQ(cl.engine(0).create_stream({}, &s), Errc::kOk);
+  ASSERT_EQ(cl.engine(0).connect_stream(0, s, cl.hosts[1]->endpoint(), 1), Errc::kOk);
+  Buffer buf(cl.engine(0), 64);
+  ASSERT_EQ(cl.engine(0).post_send(0, s, make_wr(WrOpcode::kSend, buf, 0, 64, 1)), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 1 * kSecond));
+  EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(cl.engine(0).stream_state(s), StreamState::kError);
+  ASSERT_GE(times.size(), 4u);
+  EXPECT_EQ(times[1] - times[0], 10 * kMillisecond);
+  EXPECT_EQ(times[2] - times[1], 20 * kMillisecond);
+  EXPECT_EQ(times[3] - times[2], 40 * kMillisecond);
+  std::map<std::uint16_t, int> distinct;
+  for (auto p : ports) ++distinct[p];
+  EXPECT_EQ(distinct.size(), ports.size());
+  EXPECT_EQ(cl.engine(0).next_deadline(), kNever);  // nothing left to do
+}
+
+TEST(Timers, IdleEngineHasNoDeadline) {
+  Cluster cl(2, 1, 2, 6);
+  auto [a, b] = cl.connect(0, 1);
+  (void)a;
+  (void)b;
+  cl.net.run_for(50 * kMillisecond);
+  EXPECT_EQ(cl.engine(0).next_deadline(), kNever);
+  EXPECT_EQ(cl.engine(1).next_deadline(), kNever);
+}
+
+}  // namespace
+}  // namespace mroce::testing
