@@ -8,7 +8,7 @@ packages=(
   libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   liburing-dev libibverbs-dev libbpf-dev
   ibverbs-utils perftest
-  iproute2 nftables iperf3 ethtool tshark
+  iproute2 nftables iperf3 ethtool tshark mptcpize shellcheck
   gnuplot-nox python3 python3-matplotlib
 )
 
