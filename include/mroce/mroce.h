@@ -1,0 +1,132 @@
+// OpenMetaRoCE: the C++ API of the UDP stack, shaped like Verbs.
+//
+//   auto dev = mroce::Device::open({.addresses = {"10.0.0.1"}}, &err);
+//   auto cq = dev->create_cq(256);
+//   auto qp = dev->create_qp({.send_cq = cq.get(), .recv_cq = cq.get()});
+//   auto mr = dev->reg_mr(buf, len, mroce::access::kAll);
+//   qp->connect(peer_endpoint, peer_qp_num);   // learnt out of band, as with Verbs
+//   qp->post_send(wr);  cq->poll(wc, 16);
+//
+// A Device is one endpoint: a set of UDP sockets on one or more local addresses (planes),
+// one transport engine, and a progress thread. Queue pairs to the same peer endpoint
+// share one connection (they are streams of it). Every object is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/transport.h"
+#include "core/types.h"
+
+namespace mroce {
+
+enum class Progress : std::uint8_t {
+  kThread,    // a background thread blocks on the sockets and timers (default)
+  kBusyPoll,  // a background thread spins: lowest latency, one core busy
+  kManual,    // no thread: the application calls Device::progress()
+};
+
+enum class TransportKind : std::uint8_t { kMetaRoce, kRoceV2 };
+
+struct DeviceOptions {
+  // Local IPv4 or IPv6 addresses, one per plane. Empty: 127.0.0.1.
+  std::vector<std::string> addresses;
+  std::uint16_t port = 4793;  // fixed UDP destination port this endpoint listens on
+  // Source ports used as path entropy; base 0 lets the device pick a free range.
+  std::uint16_t src_port_base = 0;
+  std::uint16_t src_port_count = 64;
+  std::uint16_t paths = 16;  // paths per connection
+  std::uint16_t mtu = 4096;  // payload bytes per packet
+  TransportKind transport = TransportKind::kMetaRoce;
+  Progress progress = Progress::kThread;
+  std::uint64_t line_rate_bps = 10'000'000'000;
+  std::uint64_t rx_capacity_bps = 0;  // 0: line_rate_bps
+  bool gso = true;  // batch sends with UDP GSO where the kernel offers it
+  bool gro = true;
+  std::uint64_t seed = 0;  // 0: from the system's random source
+};
+
+class CompletionQueue;
+
+struct QpOptions {
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
+  StreamConfig stream;  // queue depths, inline size, RNR retry
+  bool sq_sig_all = false;  // every send completes with an entry, as ibv's sq_sig_all
+};
+
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  virtual void* addr() const = 0;
+  virtual std::size_t length() const = 0;
+  virtual std::uint32_t lkey() const = 0;
+  virtual std::uint32_t rkey() const = 0;
+};
+
+class CompletionQueue {
+ public:
+  virtual ~CompletionQueue() = default;
+  // Up to max completions, oldest first; returns how many.
+  virtual int poll(Completion* out, int max) = 0;
+  // A file descriptor that becomes readable when a completion arrives after
+  // request_notify(); read() it (8 bytes) to re-arm, as with a completion channel.
+  virtual int fd() const = 0;
+  virtual void request_notify(bool solicited_only) = 0;
+  virtual int capacity() const = 0;
+};
+
+class QueuePair {
+ public:
+  virtual ~QueuePair() = default;
+  virtual StreamId qp_num() const = 0;
+  // Binds to the peer's queue pair; the connection to that endpoint is set up in band
+  // (or shared, if one is up already). Returns immediately.
+  virtual Errc connect(const Endpoint& peer, StreamId remote_qp_num) = 0;
+  virtual Errc post_send(const SendWr& wr) = 0;
+  virtual Errc post_recv(const RecvWr& wr) = 0;
+  virtual StreamState state() const = 0;
+  virtual const QpOptions& options() const = 0;
+};
+
+// What the transport did, for one connection and its paths.
+struct ConnectionReport {
+  ConnId id = 0;
+  ConnStats conn;
+  std::vector<PathStats> paths;
+};
+
+class Device {
+ public:
+  // Opens the sockets and starts the progress thread. On failure returns null and sets
+  // *error to one line that says what went wrong.
+  static std::unique_ptr<Device> open(const DeviceOptions& options, std::string* error);
+  virtual ~Device() = default;
+
+  virtual const DeviceOptions& options() const = 0;
+  // Where peers reach this device: the first plane's address and the listening port.
+  virtual Endpoint endpoint() const = 0;
+  virtual std::vector<Address> planes() const = 0;
+
+  virtual std::unique_ptr<MemoryRegion> reg_mr(void* addr, std::size_t length,
+                                               std::uint32_t access) = 0;
+  // As reg_mr, with the address peers name in WRITE/READ/atomics chosen by the caller.
+  virtual std::unique_ptr<MemoryRegion> reg_mr_iova(void* addr, std::size_t length,
+                                                    std::uint64_t iova,
+                                                    std::uint32_t access) = 0;
+  virtual std::unique_ptr<CompletionQueue> create_cq(int capacity) = 0;
+  virtual std::unique_ptr<QueuePair> create_qp(const QpOptions& options) = 0;
+
+  // Manual progress: handle what arrived and what is due, then return.
+  virtual void progress() = 0;
+
+  virtual Counters counters() const = 0;
+  virtual std::vector<ConnectionReport> connections() const = 0;
+};
+
+// Parses "a.b.c.d" or an IPv6 literal. False when it is neither.
+bool parse_address(const std::string& text, Address* out);
+
+}  // namespace mroce
