@@ -92,6 +92,8 @@ void Connection::establish(Time now) {
     p.port = pool_port(i);
     p.reset_sequence(tx_isn_);
     p.cwnd = per_path;
+    active_cwnd_ += per_path;
+    ++active_paths_;
     p.stats.plane = p.plane;
     p.stats.src_port = p.port;
   }
@@ -243,11 +245,17 @@ void Connection::on_timer(Time now) {
       break;
     default: break;
   }
-  for (std::size_t i = 0; i < rx_.size(); ++i) {
-    RxPath& r = rx_[i];
-    if (r.ack_due <= now && !r.ack_now) {
-      r.ack_now = true;
-      ack_queue_.push(static_cast<std::uint8_t>(i));
+  if (now >= ack_timer_at_) {
+    ack_timer_at_ = kNever;
+    for (std::size_t i = 0; i < rx_.size(); ++i) {
+      RxPath& r = rx_[i];
+      if (r.ack_now) continue;
+      if (r.ack_due <= now) {
+        r.ack_now = true;
+        ack_queue_.push(static_cast<std::uint8_t>(i));
+      } else {
+        ack_timer_at_ = std::min(ack_timer_at_, r.ack_due);
+      }
     }
   }
   while (!rnr_waiting_.empty() && rnr_waiting_.front().not_before <= now) {
@@ -260,7 +268,7 @@ void Connection::on_timer(Time now) {
   }
   update_activity(now);
   if (established()) {
-    check_timeouts(now);
+    if (now >= path_timer_at_) check_timeouts(now);
     if (all_failed_since_ != kNever && now >= all_failed_since_ + cfg_.connect_timeout) {
       fail(now, WcStatus::kRetryExcErr);
     }
@@ -274,7 +282,7 @@ Time Connection::next_deadline() const {
     t = std::min(t, started_ + cfg_.connect_timeout);
     if (state_ != ConnState::kClosing || send_close_) t = std::min(t, handshake_at_);
   }
-  for (const RxPath& r : rx_) t = std::min(t, r.ack_due);
+  t = std::min(t, ack_timer_at_);
   if (!rnr_waiting_.empty()) t = std::min(t, rnr_waiting_[0].not_before);
   if (counted_sender_) {
     const Time timeout = cfg_.active_sender_timeout
@@ -283,13 +291,7 @@ Time Connection::next_deadline() const {
     t = std::min(t, last_backlog_ + timeout);
   }
   if (established()) {
-    for (const TxPath& p : tx_) {
-      if (p.state == PathState::kFailed) {
-        t = std::min(t, p.probe_at);
-      } else if (p.inflight > 0 || p.lost_pending > 0) {
-        t = std::min(t, p.last_progress + path_rto(p));
-      }
-    }
+    t = std::min(t, path_timer_at_);
     if (all_failed_since_ != kNever) t = std::min(t, all_failed_since_ + cfg_.connect_timeout);
     if (pace_blocked_) t = std::min(t, pace_next_);
   }

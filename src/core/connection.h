@@ -7,6 +7,7 @@
 //   connection_ack.cc     ACK/NACK processing, loss recovery, path failure
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -142,6 +143,8 @@ class Connection {
   void update_windows(Time now, TxPath& p, std::uint32_t acked_bytes, std::uint32_t rx_delta,
                       std::uint32_t ce_delta);
   std::uint32_t max_path_window() const;
+  void set_cwnd(TxPath& p, std::uint32_t cwnd);
+  void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
 
   EngineContext& ctx_;
@@ -180,6 +183,7 @@ class Connection {
   std::uint32_t path_cursor_ = 0;
   std::uint32_t retransmit_cursor_ = 0;
   std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
+  std::uint32_t failed_paths_ = 0;
   std::uint8_t plane_down_mask_ = 0;
   Time all_failed_since_ = kNever;
   std::uint32_t port_salt_;
@@ -210,7 +214,14 @@ class Connection {
   Time last_backlog_ = 0;
   bool counted_sender_ = false;
 
+  // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
+  // fires, the paths are scanned and the bound recomputed.
+  Time path_timer_at_ = kNever;  // retransmission timeouts and probes
+  Time ack_timer_at_ = kNever;   // delayed ACKs
+
   // Congestion control, connection level.
+  std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
+  std::uint32_t active_paths_ = 0;
   std::uint32_t cwnd_;
   std::uint32_t inflight_ = 0;
   bool slow_start_ = true;

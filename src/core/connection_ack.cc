@@ -3,6 +3,7 @@
 // between congestion (marks, RTT growth: shrink the window) and failure (silence,
 // heavy loss without marks: move the content away and give the path a new route).
 #include <algorithm>
+#include <bit>
 
 #include "core/connection.h"
 #include "core/seq.h"
@@ -25,6 +26,11 @@ bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
 }
 
 }  // namespace
+
+void Connection::set_cwnd(TxPath& p, std::uint32_t cwnd) {
+  if (p.state == PathState::kActive) active_cwnd_ = active_cwnd_ - p.cwnd + cwnd;
+  p.cwnd = cwnd;
+}
 
 std::uint32_t Connection::max_path_window() const {
   return cfg_.path_window_packets * (mss_ + kHeaderAllowance);
@@ -53,12 +59,11 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   }
 
   std::uint32_t newly = 0, acked_bytes = 0;
-  for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+  bool acked_retransmission = false;
+  std::uint32_t highest = p.snd_una;  // one past the highest PSN acknowledged now
+  const auto acknowledge = [&](std::uint32_t psn) {
     TxEntry& e = p.entry(psn);
-    if (e.acked) continue;
-    const std::int32_t d = seq_diff(a.cum_psn, psn);
-    const bool acked = d < 0 || (d > 0 && a.sacked(static_cast<std::uint32_t>(d - 1)));
-    if (!acked) continue;
+    if (e.acked) return;
     if (e.in_flight) {
       p.inflight -= e.bytes;
       inflight_ -= e.bytes;
@@ -71,16 +76,30 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
     e.in_flight = false;
     ++newly;
     acked_bytes += e.bytes;
+    acked_retransmission |= e.retransmitted;
     p.largest_acked_order = std::max(p.largest_acked_order, e.order);
+    if (seq_lt(highest, psn + 1)) highest = psn + 1;
     const SegmentRef seg = e.seg;
     segment_acked(now, seg);
+  };
+  // Everything below the cumulative point, then the bits set above it.
+  for (std::uint32_t psn = p.snd_una; seq_lt(psn, a.cum_psn); ++psn) acknowledge(psn);
+  const std::uint32_t base = a.cum_psn + 1;
+  for (std::uint32_t w = 0; w < 4; ++w) {
+    for (std::uint64_t bits = a.sack[w]; bits != 0; bits &= bits - 1) {
+      const std::uint32_t psn = base + w * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
+      if (!seq_lt(psn, p.snd_una)) acknowledge(psn);  // bits below snd_una are settled
+    }
   }
   while (p.snd_una != p.snd_nxt && p.entry(p.snd_una).acked) ++p.snd_una;
 
   // On one path packets never overtake each other: whatever was sent before a packet
   // that arrived, and did not arrive, was lost. Resend exactly that, on this path.
+  // First transmissions go out in PSN order, so unless a retransmission was just
+  // acknowledged only the PSNs below the highest acknowledged can be affected.
   if (newly > 0) {
-    for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+    const std::uint32_t end = acked_retransmission ? p.snd_nxt : highest;
+    for (std::uint32_t psn = p.snd_una; seq_lt(psn, end); ++psn) {
       TxEntry& e = p.entry(psn);
       if (e.in_flight && e.order < p.largest_acked_order) declare_lost(now, p, e, true);
     }
@@ -200,9 +219,17 @@ void Connection::move_content(TxEntry& e) {
 }
 
 void Connection::check_timeouts(Time now) {
+  path_timer_at_ = kNever;
   for (TxPath& p : tx_) {
-    if (p.state != PathState::kActive || (p.inflight == 0 && p.lost_pending == 0)) continue;
-    if (now < p.last_progress + path_rto(p)) continue;
+    if (p.state == PathState::kFailed) {
+      arm_path_timer(p.probe_at);
+      continue;
+    }
+    if (p.inflight == 0 && p.lost_pending == 0) continue;
+    if (now < p.last_progress + path_rto(p)) {
+      arm_path_timer(p.last_progress + path_rto(p));
+      continue;
+    }
     // Silence: the content goes to other paths now; this path keeps only NOPs, which
     // probe it, until it answers or is declared failed.
     ++p.timeouts;
@@ -214,7 +241,11 @@ void Connection::check_timeouts(Time now) {
       declare_lost(now, p, e, false);
     }
     p.last_progress = now;
-    if (p.timeouts >= cfg_.fail_after_timeouts) fail_path(now, p);
+    if (p.timeouts >= cfg_.fail_after_timeouts) {
+      fail_path(now, p);
+    } else {
+      arm_path_timer(now + path_rto(p));
+    }
   }
 }
 
@@ -230,6 +261,11 @@ void Connection::fail_path(Time now, TxPath& p) {
   ++p.generation;
   p.port = fresh_port(p);
   p.reset_sequence(tx_isn_);
+  if (was_active) {
+    active_cwnd_ -= p.cwnd;
+    --active_paths_;
+    ++failed_paths_;
+  }
   p.cwnd = std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
   p.ssthresh = ~0u;
   p.alpha = 0;
@@ -239,6 +275,7 @@ void Connection::fail_path(Time now, TxPath& p) {
   p.state = PathState::kFailed;
   p.probe_at = now;
   p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));
+  arm_path_timer(now);
   ++p.stats.reentropies;
   ++reentropies_;
   if (was_active) {
@@ -250,6 +287,9 @@ void Connection::fail_path(Time now, TxPath& p) {
 
 void Connection::recover_path(Time now, TxPath& p) {
   p.state = PathState::kActive;
+  active_cwnd_ += p.cwnd;
+  ++active_paths_;
+  --failed_paths_;
   p.timeouts = 0;
   p.last_progress = now;
   p.probe_at = kNever;
@@ -331,7 +371,7 @@ void Connection::on_congestion_signal(Time now, TxPath& p, double cut_alpha) {
   if (now < p.last_cut + p.rtt.srtt()) return;  // one reduction per round trip
   const std::uint32_t floor =
       cfg_.min_path_window_bytes ? cfg_.min_path_window_bytes : mss_ + kHeaderAllowance;
-  p.cwnd = std::max<std::uint32_t>(floor, static_cast<std::uint32_t>(p.cwnd * (1 - cut_alpha / 2)));
+  set_cwnd(p, std::max<std::uint32_t>(floor, static_cast<std::uint32_t>(p.cwnd * (1 - cut_alpha / 2))));
   p.ssthresh = p.cwnd;
   p.last_cut = now;
 }
@@ -371,21 +411,17 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
     return;
   }
   if (acked_bytes == 0 || p.state != PathState::kActive) return;
-  std::uint64_t total = 0;
-  std::uint32_t active = 0;
-  for (const TxPath& q : tx_) {
-    if (q.state != PathState::kActive) continue;
-    total += q.cwnd;
-    ++active;
-  }
   const std::uint32_t cap = max_path_window();
   if (p.cwnd < p.ssthresh) {
-    p.cwnd = std::min(cap, p.cwnd + acked_bytes);
+    set_cwnd(p, std::min(cap, p.cwnd + acked_bytes));
   } else {
     // Coupled increase: all paths together gain about one packet per round trip.
-    const std::uint64_t inc = std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(total, 1);
-    p.cwnd = static_cast<std::uint32_t>(std::min<std::uint64_t>(cap, p.cwnd + std::max<std::uint64_t>(inc, 1)));
+    const std::uint64_t inc =
+        std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(active_cwnd_, 1);
+    set_cwnd(p, static_cast<std::uint32_t>(
+                    std::min<std::uint64_t>(cap, p.cwnd + std::max<std::uint64_t>(inc, 1))));
   }
+  const std::uint32_t active = active_paths_;
   const std::uint64_t conn_cap = std::uint64_t{cap} * tx_.size();
   std::uint64_t grown = slow_start_ ? std::uint64_t{cwnd_} + acked_bytes
                                     : cwnd_ + std::uint64_t{mss_} * acked_bytes * active / cwnd_;

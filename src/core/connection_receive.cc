@@ -103,6 +103,7 @@ void Connection::on_data(Time now, const RxMeta& meta, const wire::Packet& pkt) 
     ack_now();
   } else if (r.ack_due == kNever) {
     r.ack_due = now + cfg_.ack_delay;
+    ack_timer_at_ = std::min(ack_timer_at_, r.ack_due);
   }
 }
 

@@ -170,6 +170,7 @@ bool Connection::emit_ack(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
 }
 
 bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  if (failed_paths_ == 0) return false;
   for (TxPath& p : tx_) {
     if (p.state != PathState::kFailed || p.probe_at > now) continue;
     if (p.snd_nxt == p.snd_una) {
@@ -188,6 +189,7 @@ bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) 
     }
     p.probe_at = now + p.probe_interval;
     p.probe_interval = std::min(2 * p.probe_interval, cfg_.max_probe_interval);
+    arm_path_timer(p.probe_at);
     transmit(now, p, p.snd_una, false, buf, out);
     return true;
   }
@@ -388,12 +390,17 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
   out->wire_length = static_cast<std::uint32_t>(header + payload);
   out->cls = PacketClass::kData;
 
-  if (p.inflight == 0 && p.lost_pending == 0) p.last_progress = now;  // arm the timer
+  if (p.inflight == 0 && p.lost_pending == 0) {
+    p.last_progress = now;  // arm the timer
+    arm_path_timer(now + path_rto(p));
+  }
   e.sent_at = now;
   e.order = p.next_order++;
   e.bytes = static_cast<std::uint16_t>(std::min<std::uint32_t>(out->wire_length, 0xffff));
   e.in_flight = true;
   e.acked = false;
+  e.retransmitted = e.sent;  // a resend of this PSN breaks the PSN-order = send-order rule
+  e.sent = true;
   p.credit -= e.bytes;
   p.inflight += e.bytes;
   inflight_ += e.bytes;

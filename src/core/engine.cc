@@ -222,7 +222,7 @@ Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
 void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) {
   ++ctx_.counters.rx_packets;
   ctx_.counters.rx_bytes += bytes.size();
-  wire::Packet pkt;
+  wire::Packet& pkt = rx_;
   if (wire::decode(bytes, {ctx_.config.carry_payload}, &pkt) != wire::DecodeError::kOk) {
     ctx_.drop(DropReason::kMalformed);
     return;

@@ -74,6 +74,7 @@ class Engine final : public Transport {
   Ring<ConnId> ready_;
   DeadlineHeap<Connection> heap_;
   std::vector<Connection*> expired_;  // scratch for on_timer
+  wire::Packet rx_;                   // the packet being handled, reused
 };
 
 }  // namespace mroce

@@ -18,6 +18,8 @@ struct TxEntry {
   bool in_flight = false;   // sent, not yet acknowledged nor declared lost
   bool acked = false;
   bool lost = false;        // declared lost, waiting to be sent again
+  bool sent = false;
+  bool retransmitted = false;  // the latest send of this PSN was not its first
   SegmentRef seg;
 };
 

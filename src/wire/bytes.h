@@ -55,6 +55,40 @@ class ByteWriter {
   bool ok_ = true;
 };
 
+// Writes big-endian fields with no bounds checks: for encoders that have already
+// checked that the whole header fits.
+class RawWriter {
+ public:
+  explicit RawWriter(std::uint8_t* p) : p_(p) {}
+  void u8(std::uint8_t v) { *p_++ = v; }
+  void u16(std::uint16_t v) {
+    p_[0] = std::uint8_t(v >> 8);
+    p_[1] = std::uint8_t(v);
+    p_ += 2;
+  }
+  void u32(std::uint32_t v) {
+    v = __builtin_bswap32(v);
+    std::memcpy(p_, &v, 4);
+    p_ += 4;
+  }
+  void u64(std::uint64_t v) {
+    v = __builtin_bswap64(v);
+    std::memcpy(p_, &v, 8);
+    p_ += 8;
+  }
+  void bytes(const void* src, std::size_t n) {
+    std::memcpy(p_, src, n);
+    p_ += n;
+  }
+  void zeros(std::size_t n) {
+    std::memset(p_, 0, n);
+    p_ += n;
+  }
+
+ private:
+  std::uint8_t* p_;
+};
+
 class ByteReader {
  public:
   explicit ByteReader(std::span<const std::uint8_t> in) : in_(in) {}

@@ -88,7 +88,7 @@ bool op_has_payload(DataOp op) {
 
 namespace {
 
-void write_common(ByteWriter& w, const CommonHeader& c) {
+void write_common(RawWriter& w, const CommonHeader& c) {
   w.u8(std::uint8_t(kVersion << 4 | std::uint8_t(c.type)));
   w.u8(c.flags);
   w.u8(c.path);
@@ -133,7 +133,9 @@ bool data_lengths_valid(const DataHeader& d) {
 
 std::size_t encode_data(const CommonHeader& common, const DataHeader& d,
                         std::span<std::uint8_t> out) {
-  ByteWriter w(out);
+  const std::size_t size = data_header_size(d.op);
+  if (out.size() < size) return 0;
+  RawWriter w(out.data());
   write_common(w, common);
   w.u32(d.psn);
   w.u32(d.timestamp);
@@ -159,12 +161,13 @@ std::size_t encode_data(const CommonHeader& common, const DataHeader& d,
       break;
     default: break;
   }
-  return w.ok() ? w.size() : 0;
+  return size;
 }
 
 std::size_t encode_ack(const CommonHeader& common, const AckHeader& a,
                        std::span<std::uint8_t> out) {
-  ByteWriter w(out);
+  if (out.size() < kCommonSize + kAckSize) return 0;
+  RawWriter w(out.data());
   write_common(w, common);
   w.u32(a.cum_psn);
   w.u32(a.echo_timestamp);
@@ -173,12 +176,13 @@ std::size_t encode_ack(const CommonHeader& common, const AckHeader& a,
   w.u32(a.ce_packets);
   w.u32(a.rate_kbps);
   for (std::uint64_t word : a.sack) w.u64(word);
-  return w.ok() ? w.size() : 0;
+  return kCommonSize + kAckSize;
 }
 
 std::size_t encode_nack(const CommonHeader& common, const NackHeader& n,
                         std::span<std::uint8_t> out) {
-  ByteWriter w(out);
+  if (out.size() < kCommonSize + kNackSize) return 0;
+  RawWriter w(out.data());
   write_common(w, common);
   w.u32(n.psn);
   w.u8(std::uint8_t(n.code));
@@ -186,13 +190,15 @@ std::size_t encode_nack(const CommonHeader& common, const NackHeader& n,
   w.u32(n.stream);
   w.u32(n.msn);
   w.u32(n.echo_timestamp);
-  return w.ok() ? w.size() : 0;
+  return kCommonSize + kNackSize;
 }
 
 std::size_t encode_handshake(const CommonHeader& common, const HandshakeHeader& hs,
                              std::span<std::uint8_t> out) {
   if (hs.address_count == 0 || hs.address_count > kMaxPlanes) return 0;
-  ByteWriter w(out);
+  const std::size_t size = handshake_size(hs.address_count);
+  if (out.size() < size) return 0;
+  RawWriter w(out.data());
   write_common(w, common);
   w.u32(hs.src_conn);
   w.u64(hs.src_token);
@@ -205,13 +211,14 @@ std::size_t encode_handshake(const CommonHeader& common, const HandshakeHeader& 
   w.u8(hs.flags);
   w.u8(hs.address_count);
   for (std::size_t i = 0; i < hs.address_count; ++i) w.bytes(hs.addresses[i].data(), 16);
-  return w.ok() ? w.size() : 0;
+  return size;
 }
 
 std::size_t encode_bare(const CommonHeader& common, std::span<std::uint8_t> out) {
-  ByteWriter w(out);
+  if (out.size() < kCommonSize) return 0;
+  RawWriter w(out.data());
   write_common(w, common);
-  return w.ok() ? w.size() : 0;
+  return kCommonSize;
 }
 
 namespace {
@@ -227,6 +234,8 @@ DecodeError decode_data(ByteReader& r, const DecodeOptions& options, Packet* out
   d.payload_length = r.u16();
   d.offset = r.u32();
   d.message_length = r.u32();
+  d.remote_addr = d.operand = d.swap = 0;
+  d.rkey = d.ssn = d.imm = 0;
   if (!r.ok()) return DecodeError::kTruncated;
   if (op >= kDataOpCount) return DecodeError::kBadOpcode;
   d.op = DataOp(op);
