@@ -95,6 +95,7 @@ class Connection {
   bool emit_ack(Time now, std::span<std::uint8_t> buf, TxMeta* out);
   bool emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out);
   bool emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* out);
+  bool emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out);
   bool emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out);
   bool next_segment(Time now, SegmentRef* seg, bool* moved);
   std::uint16_t fresh_port(const TxPath& p);
@@ -146,6 +147,7 @@ class Connection {
   void set_cwnd(TxPath& p, std::uint32_t cwnd);
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
+  Time path_pto(const TxPath& p) const { return 2 * p.rtt.srtt() + cfg_.ack_delay; }
 
   EngineContext& ctx_;
   const EngineConfig& cfg_;
@@ -184,6 +186,7 @@ class Connection {
   std::uint32_t retransmit_cursor_ = 0;
   std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
   std::uint32_t failed_paths_ = 0;
+  std::uint32_t tail_probes_due_ = 0;
   std::uint8_t plane_down_mask_ = 0;
   Time all_failed_since_ = kNever;
   std::uint32_t port_salt_;
@@ -234,6 +237,10 @@ class Connection {
   Time pace_next_ = 0;
   bool pace_blocked_ = false;
   Time srtt_ = 0;  // smoothed RTT over every path's samples
+  // Once the fabric has marked anything, marks alone tell congestion; RTT growth is the
+  // signal only on a path with no ECN marking at all (a standing queue at an ECN
+  // bottleneck is the hint's and DCTCP's business, not a reason to read loss as congestion).
+  bool ecn_seen_ = false;
 
   // Statistics.
   std::uint64_t tx_data_bytes_ = 0;

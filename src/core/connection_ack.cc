@@ -117,11 +117,13 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   p.reported_ce = a.ce_packets;
   p.counters_valid = true;
   p.stats.ce_packets += ce_delta;
+  if (ce_delta > 0) ecn_seen_ = true;
   if (a.rate_kbps) rate_hint_bps_ = std::uint64_t{a.rate_kbps} * 1000;
 
   if (newly > 0) {
     p.last_progress = now;
     p.timeouts = 0;
+    p.tail_probed = false;
     p.stats.acked_packets += newly;
     for (std::uint32_t i = 0; i < newly && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
     if (p.state == PathState::kFailed) recover_path(now, p);
@@ -205,11 +207,13 @@ void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_c
   e.lost = true;
   if (p.lost_pending++ == 0) ++lost_paths_;
   ++p.stats.lost_packets;
-  p.loss_rate = p.loss_rate * 15.0 / 16 + 1.0 / 16;
   // Loss on a path that is marking or queueing is congestion; loss on a quiet path is
-  // damage (a bad link, corruption) and does not shrink the window.
-  if (congestion_check && (p.avoid_until > now || p.rtt.inflated())) {
+  // damage (a bad link, a black hole) and does not shrink the window, but counts
+  // towards declaring the path failed.
+  if (congestion_check && (p.avoid_until > now || (!ecn_seen_ && p.rtt.inflated()))) {
     on_congestion_signal(now, p, 1.0);
+  } else {
+    p.loss_rate = p.loss_rate * 15.0 / 16 + 1.0 / 16;
   }
 }
 
@@ -228,6 +232,15 @@ void Connection::check_timeouts(Time now) {
     if (p.inflight == 0 && p.lost_pending == 0) continue;
     if (now < p.last_progress + path_rto(p)) {
       arm_path_timer(p.last_progress + path_rto(p));
+      if (!p.tail_probed && p.inflight > 0 && p.timeouts == 0) {
+        if (now >= p.last_send + path_pto(p)) {
+          p.tail_probed = true;
+          p.tail_probe = true;
+          ++tail_probes_due_;
+        } else {
+          arm_path_timer(p.last_send + path_pto(p));
+        }
+      }
       continue;
     }
     // Silence: the content goes to other paths now; this path keeps only NOPs, which
@@ -272,6 +285,8 @@ void Connection::fail_path(Time now, TxPath& p) {
   p.loss_rate = 0;
   p.timeouts = 0;
   p.avoid_until = 0;
+  if (p.tail_probe) --tail_probes_due_;
+  p.tail_probe = p.tail_probed = false;
   p.state = PathState::kFailed;
   p.probe_at = now;
   p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));

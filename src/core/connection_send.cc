@@ -46,6 +46,7 @@ bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* ou
   }
   pace_blocked_ = false;
   if (emit_retransmit(now, buf, out)) return true;
+  if (emit_tail_probe(now, buf, out)) return true;
   return emit_new(now, buf, out);
 }
 
@@ -229,6 +230,26 @@ bool Connection::emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* 
   return false;
 }
 
+// A path whose last packets (or their ACKs) were lost has nothing later to reveal the
+// gap, and with windows of a few packets that is common. A NOP sent after two round
+// trips of silence draws an ACK whose SACK shows exactly what is missing, long before
+// the retransmission timeout.
+bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  if (tail_probes_due_ == 0) return false;
+  for (TxPath& p : tx_) {
+    if (!p.tail_probe) continue;
+    p.tail_probe = false;
+    --tail_probes_due_;
+    if (p.state != PathState::kActive || p.ring_full() || p.inflight == 0) continue;
+    const std::uint32_t psn = p.snd_nxt++;
+    p.entry(psn) = TxEntry{};
+    ++p.stats.tail_probes;
+    transmit(now, p, psn, false, buf, out);
+    return true;
+  }
+  return false;
+}
+
 bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   if (inflight_ >= cwnd_) return false;
   TxPath* p = pick_path(now);
@@ -394,6 +415,8 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
     p.last_progress = now;  // arm the timer
     arm_path_timer(now + path_rto(p));
   }
+  p.last_send = now;
+  arm_path_timer(now + path_pto(p));
   e.sent_at = now;
   e.order = p.next_order++;
   e.bytes = static_cast<std::uint16_t>(std::min<std::uint32_t>(out->wire_length, 0xffff));
@@ -432,7 +455,9 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
   c.dst_conn = peer_conn_;
   c.token = peer_token_;
   if (has_unsent()) c.flags |= wire::flags::kBacklog;
-  if (p.state == PathState::kFailed || p.timeouts > 0) c.flags |= wire::flags::kAckRequest;
+  if (p.state == PathState::kFailed || p.timeouts > 0 || seg.kind == SegmentKind::kNop) {
+    c.flags |= wire::flags::kAckRequest;  // probes and fills want an answer at once
+  }
   wire::DataHeader d;
   d.psn = psn;
   d.timestamp = static_cast<std::uint32_t>(now);

@@ -97,6 +97,7 @@ struct PathStats {
   std::uint64_t lost_packets = 0;  // declared lost by SACK gap or timeout
   std::uint64_t ce_packets = 0;    // CE marks the receiver reported
   std::uint64_t timeouts = 0;
+  std::uint64_t tail_probes = 0;  // NOPs sent to draw a SACK after silence
   std::uint32_t reentropies = 0;
   std::uint32_t cwnd_bytes = 0;
   std::uint32_t inflight_bytes = 0;

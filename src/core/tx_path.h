@@ -65,6 +65,9 @@ class TxPath {
 
   RttEstimator rtt;
   Time last_progress = 0;  // last ACK that acknowledged something, or first send into an idle path
+  Time last_send = 0;
+  bool tail_probe = false;   // a tail probe is due
+  bool tail_probed = false;  // one was sent since the last progress
   std::uint32_t timeouts = 0;  // consecutive, reset by any progress
   Time probe_at = kNever;      // failed path: next probe
   Time probe_interval = 0;
