@@ -17,13 +17,13 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-bool is_data(std::span<const std::uint8_t> bytes) {
-  return !bytes.empty() && (bytes[0] & 0x0f) == std::uint8_t(wire::PacketType::kData);
-}
-
-// DATA packets other than NOPs (opcode byte after the common header and four words).
-bool carries_content(std::span<const std::uint8_t> bytes) {
-  return is_data(bytes) && bytes.size() > 32 && bytes[32] != std::uint8_t(wire::DataOp::kNop);
+// What the sending transport called data; MetaRoCE NOPs (opcode byte after the common
+// header and four words) carry none.
+bool carries_content(const TxMeta& meta, std::span<const std::uint8_t> bytes) {
+  const bool mroce_nop = bytes.size() > 32 && (bytes[0] >> 4) == wire::kVersion &&
+                         (bytes[0] & 0x0f) == std::uint8_t(wire::PacketType::kData) &&
+                         bytes[32] == std::uint8_t(wire::DataOp::kNop);
+  return meta.cls == PacketClass::kData && !mroce_nop;
 }
 
 bool is_ect(Ecn e) { return e == Ecn::kEct0 || e == Ecn::kEct1; }
@@ -168,14 +168,14 @@ Time Network::serialize(Queue& q, std::uint64_t rate_bps, std::uint32_t limit, s
 void Network::through_spine(int src_host, int dst_host, int plane, Packet pkt) {
   const int s = spine_of(pkt.meta.src, pkt.meta.dst, pkt.meta.src_port, pkt.meta.dst_port);
   Spine& sp = spines_[plane * spines_per_plane_ + s];
-  const bool data = is_data(pkt.bytes);
+  const bool data = pkt.meta.cls == PacketClass::kData;
   std::uniform_real_distribution<double> u(0.0, 1.0);
   ++sp.stats.packets;
   if (data) ++sp.stats.data_packets;
   if (sp.p.blackhole || sp.p.blackhole_from == src_host || ((data || sp.p.loss_all) && sp.p.loss > 0 && u(rng_) < sp.p.loss)) {
     ++sp.stats.dropped;
     if (data) ++sp.stats.data_dropped;
-    if (carries_content(pkt.bytes)) ++sp.stats.content_dropped;
+    if (carries_content(pkt.meta, pkt.bytes)) ++sp.stats.content_dropped;
     return;
   }
   if (sp.p.ce > 0 && is_ect(pkt.ecn) && u(rng_) < sp.p.ce) {
@@ -195,7 +195,7 @@ void Network::through_spine(int src_host, int dst_host, int plane, Packet pkt) {
   sp.stats.max_queue = std::max(sp.stats.max_queue, depth);
   if (dropped) {
     ++sp.stats.queue_drops;
-    if (carries_content(pkt.bytes)) ++sp.stats.content_dropped;
+    if (carries_content(pkt.meta, pkt.bytes)) ++sp.stats.content_dropped;
     return;
   }
   Time jitter = 0;
@@ -218,7 +218,7 @@ void Network::through_spine(int src_host, int dst_host, int plane, Packet pkt) {
 void Network::to_downlink(int dst_host, int plane, Packet pkt) {
   Downlink& d = hosts_[dst_host].downlinks[plane];
   ++d.stats.packets;
-  if (is_data(pkt.bytes)) ++d.stats.data_packets;
+  if (pkt.meta.cls == PacketClass::kData) ++d.stats.data_packets;
   bool dropped = false;
   std::uint32_t depth = 0;
   const Time leave = serialize(d.q, d.p.rate_bps, d.p.queue_packets, pkt.bytes.size(), &dropped,
@@ -226,7 +226,7 @@ void Network::to_downlink(int dst_host, int plane, Packet pkt) {
   d.stats.max_queue = std::max(d.stats.max_queue, depth);
   if (dropped) {
     ++d.stats.queue_drops;
-    if (carries_content(pkt.bytes)) ++d.stats.content_dropped;
+    if (carries_content(pkt.meta, pkt.bytes)) ++d.stats.content_dropped;
     return;
   }
   if (d.p.ecn_threshold > 0 && depth >= d.p.ecn_threshold && is_ect(pkt.ecn)) {
