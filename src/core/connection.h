@@ -131,6 +131,8 @@ class Connection {
   Response* allocate_response();
 
   // connection_ack.cc
+  // The path an ACK or NACK is about, if it names a current path generation.
+  TxPath* feedback_path(const wire::CommonHeader& c);
   void segment_acked(Time now, const SegmentRef& seg);
   void declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check);
   void move_content(TxEntry& e);

@@ -41,18 +41,24 @@ Time Connection::path_rto(const TxPath& p) const {
   return std::min(base << std::min<std::uint32_t>(p.timeouts, 6), cfg_.max_rto);
 }
 
-void Connection::on_ack(Time now, const wire::Packet& pkt) {
-  const wire::CommonHeader& c = pkt.common;
-  const wire::AckHeader& a = pkt.ack;
+TxPath* Connection::feedback_path(const wire::CommonHeader& c) {
   if (c.path >= tx_.size()) {
     ctx_.drop(DropReason::kMalformed);
-    return;
+    return nullptr;
   }
   TxPath& p = tx_[c.path];
   if (c.generation != p.generation) {
     ctx_.drop(DropReason::kStaleGeneration);
-    return;
+    return nullptr;
   }
+  return &p;
+}
+
+void Connection::on_ack(Time now, const wire::Packet& pkt) {
+  const wire::AckHeader& a = pkt.ack;
+  TxPath* path = feedback_path(pkt.common);
+  if (!path) return;
+  TxPath& p = *path;
   if (seq_lt(p.snd_nxt, a.cum_psn) || !sack_within(a, p.snd_nxt)) {
     ctx_.drop(DropReason::kBadAck);
     return;
@@ -135,17 +141,10 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
 }
 
 void Connection::on_nack(Time now, const wire::Packet& pkt) {
-  const wire::CommonHeader& c = pkt.common;
   const wire::NackHeader& n = pkt.nack;
-  if (c.path >= tx_.size()) {
-    ctx_.drop(DropReason::kMalformed);
-    return;
-  }
-  TxPath& p = tx_[c.path];
-  if (c.generation != p.generation) {
-    ctx_.drop(DropReason::kStaleGeneration);
-    return;
-  }
+  TxPath* path = feedback_path(pkt.common);
+  if (!path) return;
+  TxPath& p = *path;
   if (seq_lt(n.psn, p.snd_una) || !seq_lt(n.psn, p.snd_nxt)) return;  // already settled
   TxEntry& e = p.entry(n.psn);
   if (e.acked) return;
