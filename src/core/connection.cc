@@ -230,6 +230,7 @@ void Connection::update_activity(Time now) {
 
 void Connection::on_timer(Time now) {
   if (finished()) return;
+  no_path_room_ = false;
   switch (state_) {
     case ConnState::kConnecting:
     case ConnState::kAccepting:

@@ -185,6 +185,7 @@ class Connection {
   std::vector<TxPath> tx_;
   std::vector<RxPath> rx_;
   std::uint32_t path_cursor_ = 0;
+  bool no_path_room_ = false;  // pick_path found no path with room; nothing changed since
   std::uint32_t retransmit_cursor_ = 0;
   std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
   std::uint32_t failed_paths_ = 0;

@@ -19,8 +19,11 @@ constexpr double kFailureLossRate = 0.5;        // loss EWMA that reads as a bro
 bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
   const std::int32_t limit = seq_diff(a.cum_psn + 1, snd_nxt);  // bits [limit, 256) must be 0
   if (limit >= 256) return true;
-  for (std::int32_t i = std::max(limit, 0); i < 256; ++i) {
-    if (a.sacked(static_cast<std::uint32_t>(i))) return false;
+  const std::uint32_t first = static_cast<std::uint32_t>(std::max(limit, 0));
+  for (std::uint32_t w = first / 64; w < 4; ++w) {
+    std::uint64_t bits = a.sack[w];
+    if (w == first / 64) bits &= ~std::uint64_t{0} << (first % 64);
+    if (bits) return false;
   }
   return true;
 }
@@ -59,6 +62,7 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   TxPath* path = feedback_path(pkt.common);
   if (!path) return;
   TxPath& p = *path;
+  no_path_room_ = false;
   if (seq_lt(p.snd_nxt, a.cum_psn) || !sack_within(a, p.snd_nxt)) {
     ctx_.drop(DropReason::kBadAck);
     return;
@@ -197,6 +201,7 @@ void Connection::segment_acked(Time now, const SegmentRef& seg) {
 }
 
 void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check) {
+  no_path_room_ = false;
   if (e.in_flight) {
     e.in_flight = false;
     p.inflight -= e.bytes;
@@ -262,6 +267,7 @@ void Connection::check_timeouts(Time now) {
 }
 
 void Connection::fail_path(Time now, TxPath& p) {
+  no_path_room_ = false;
   const bool was_active = p.state == PathState::kActive;
   for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
     TxEntry& e = p.entry(psn);
@@ -300,6 +306,7 @@ void Connection::fail_path(Time now, TxPath& p) {
 }
 
 void Connection::recover_path(Time now, TxPath& p) {
+  no_path_room_ = false;
   p.state = PathState::kActive;
   active_cwnd_ += p.cwnd;
   ++active_paths_;

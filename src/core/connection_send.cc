@@ -270,6 +270,7 @@ bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
 // pacing, not the windows, limits the connection. A path marked within the last round
 // trip is used only when no clear path has room.
 TxPath* Connection::pick_path(Time now) {
+  if (no_path_room_) return nullptr;
   const std::size_t n = tx_.size();
   for (int pass = 0; pass < 2; ++pass) {
     TxPath* marked = nullptr;
@@ -293,7 +294,10 @@ TxPath* Connection::pick_path(Time now) {
       path_cursor_ = static_cast<std::uint32_t>((marked->id + 1) % n);
       return marked;
     }
-    if (!eligible) return nullptr;
+    if (!eligible) {
+      no_path_room_ = true;  // until an ACK, a loss, a timeout or a recovery frees room
+      return nullptr;
+    }
     // Every path with room has spent its turns: a new round.
     for (TxPath& p : tx_) {
       p.credit = std::min<std::int64_t>(p.credit + p.cwnd, p.cwnd);
