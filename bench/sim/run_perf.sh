@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs htsim's benchmark scenario (128 hosts, k=8 fat-tree, 100 Gbit/s, 1 us hops,
+# one-BDP queues, permutation of 32 MB flows) and reports what the simulator costs:
+# data packets and events per wall-clock second, and peak resident memory.
+#
+#   bench/sim/run_perf.sh [BUILD_DIR] [TRANSPORT...]
+#
+# BUILD_DIR defaults to build-sim; transports default to every one built in (gbn, the
+# test-only go-back-N transport, is always there). Extra mroce-sim arguments can be
+# passed through PERF_ARGS, e.g. PERF_ARGS='--set workload.0.bytes=4MB'.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build-sim}
+shift || true
+if [ ! -x "$build/bench/sim/mroce-sim-gbn" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" --target mroce-sim-gbn -j 2
+fi
+sim="$build/bench/sim/mroce-sim-gbn"
+transports=("$@")
+if [ ${#transports[@]} -eq 0 ]; then
+  mapfile -t transports < <("$sim" transports | awk '{print $1}')
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+printf '%-8s %10s %12s %14s %14s %10s %s\n' transport wall_s events events/s data_pkts/s rss_MB complete
+for t in "${transports[@]}"; do
+  # shellcheck disable=SC2086
+  /usr/bin/time -v -o "$out/time.txt" "$sim" run htsim-perm --transport "$t" --no-progress -q \
+    --json "$out/$t.json" ${PERF_ARGS:-}
+  rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$out/time.txt")
+  python3 - "$out/$t.json" "$rss_kb" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+s = run["simulator"]
+print(f'{run["transport"]:<8} {s["wall_seconds"]:10.2f} {s["events"]:12d} '
+      f'{s["events_per_second"]:14.0f} {s["data_packets_per_second"]:14.0f} '
+      f'{int(sys.argv[2]) / 1024:10.1f} {run["complete"]}')
+PY
+done
+echo "reference: htsim needs 8-15 s and ~56 MB for this scenario (~100,000 data packets/s)"

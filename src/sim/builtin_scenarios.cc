@@ -1,0 +1,133 @@
+// Named scenarios, runnable as `mroce-sim run NAME`. Each is a complete TOML scenario;
+// `mroce-sim show NAME` prints it as a starting point for a file of one's own.
+#include "sim/scenario.h"
+
+namespace mroce::sim {
+
+const std::vector<NamedScenario>& builtin_scenarios() {
+  static const std::vector<NamedScenario> kScenarios = {
+      {"smoke", "16 hosts on a leaf-spine, permutation of 1 MiB writes (seconds to run)",
+       R"toml(name = "smoke"
+description = "16 hosts, 2 leaves, 4 spines; every host writes 1 MiB to another"
+[topology]
+kind = "leaf_spine"
+hosts = 16
+hosts_per_leaf = 8
+spines = 4
+[[workload]]
+kind = "permutation"
+bytes = "1MiB"
+)toml"},
+      {"htsim-perm",
+       "htsim's benchmark: 128 hosts, k=8 fat-tree, 100G, 1us hops, 1-BDP queues, "
+       "permutation of 32 MB flows (~1M data packets)",
+       R"toml(name = "htsim-perm"
+description = "128 hosts, 3-tier k=8 fat-tree, 100 Gbit/s, 1 us per hop, queues of one BDP, permutation of 32 MB"
+mtu = 4096
+[topology]
+kind = "fat_tree"
+k = 8
+link_rate = "100Gbps"
+link_delay = "1us"
+[queue]
+bdp = 1.0
+[output]
+sample_interval = "20us"
+[[workload]]
+kind = "permutation"
+bytes = "32MB"
+)toml"},
+      {"e1-allreduce", "E1: 64 hosts, ring all-reduce of 64 MiB per rank",
+       R"toml(name = "e1-allreduce"
+description = "64 hosts on a leaf-spine (8 leaves x 8 hosts, 8 spines), ring all-reduce of 64 MiB"
+[topology]
+kind = "leaf_spine"
+hosts = 64
+hosts_per_leaf = 8
+spines = 8
+[[workload]]
+kind = "ring_allreduce"
+bytes = "64MiB"
+op = "send"
+)toml"},
+      {"e1-alltoall", "E1: 64 hosts, all-to-all of 256 KiB per pair",
+       R"toml(name = "e1-alltoall"
+description = "64 hosts on a leaf-spine (8 leaves x 8 hosts, 8 spines), all-to-all of 256 KiB per pair"
+[topology]
+kind = "leaf_spine"
+hosts = 64
+hosts_per_leaf = 8
+spines = 8
+[[workload]]
+kind = "all_to_all"
+bytes = "256KiB"
+)toml"},
+      {"e2-loss", "E2: 64-host permutation of 8 MiB with 1% random loss on fabric links",
+       R"toml(name = "e2-loss"
+description = "64 hosts, permutation of 8 MiB writes, 1% random loss on switch-to-switch links (--set loss.rate=...)"
+stop = "1s"
+[topology]
+kind = "leaf_spine"
+hosts = 64
+hosts_per_leaf = 8
+spines = 8
+[loss]
+rate = 0.01
+scope = "fabric"
+[[workload]]
+kind = "permutation"
+bytes = "8MiB"
+)toml"},
+      {"e3-multiplane", "E3: 4-plane fabric, 64 hosts, all-to-all (4,032 connections)",
+       R"toml(name = "e3-multiplane"
+description = "64 hosts with 4 NICs each on 4 leaf-spine planes, all-to-all of 1 MiB per pair"
+[topology]
+kind = "leaf_spine"
+hosts = 64
+hosts_per_leaf = 8
+spines = 8
+planes = 4
+[[workload]]
+kind = "all_to_all"
+bytes = "1MiB"
+)toml"},
+      {"e4-plane-failure",
+       "E4: 4 planes, plane 1 black-holed from 500us to 2ms during a permutation",
+       R"toml(name = "e4-plane-failure"
+description = "64 hosts, 4 planes, permutation of 64 MiB; plane 1 fails silently at 500 us and heals at 2 ms"
+[topology]
+kind = "leaf_spine"
+hosts = 64
+hosts_per_leaf = 8
+spines = 8
+planes = 4
+[[workload]]
+kind = "permutation"
+bytes = "64MiB"
+[[failure]]
+target = "plane"
+plane = 1
+mode = "silent"
+at = "500us"
+recover = "2ms"
+)toml"},
+      {"e5-incast", "E5: 1,000 storage hosts answer one READ each to one receiver (k=16 fat-tree)",
+       R"toml(name = "e5-incast"
+description = "1,024-host k=16 fat-tree; host 0 reads 256 KiB from each of 1,000 hosts at once"
+[topology]
+kind = "fat_tree"
+k = 16
+[output]
+sample_interval = "2us"
+[[workload]]
+kind = "incast"
+receiver = 0
+senders = 1000
+bytes = "256KiB"
+op = "read"
+)toml"},
+  };
+  return kScenarios;
+}
+
+}  // namespace mroce::sim

@@ -1,0 +1,181 @@
+#include "sim/link.h"
+
+#include <algorithm>
+
+namespace mroce::sim {
+
+const char* to_string(LinkState s) {
+  switch (s) {
+    case LinkState::kUp:
+      return "up";
+    case LinkState::kBlackHole:
+      return "black_hole";
+    case LinkState::kDown:
+      return "down";
+  }
+  return "?";
+}
+
+Link::Link(SimContext& ctx, const LinkParams& params, Node* from, std::uint16_t from_port, Node* to,
+           std::uint16_t to_port)
+    : ctx_(ctx),
+      params_(params),
+      from_(from),
+      to_(to),
+      from_port_(from_port),
+      to_port_(to_port),
+      rng_(params.seed) {
+  if (8'000'000'000'000ull % params_.rate_bps == 0) {
+    ps_per_byte_ = 8'000'000'000'000ull / params_.rate_bps;
+  }
+}
+
+bool Link::should_mark(std::uint64_t occupancy) {
+  const QueueConfig& q = params_.queue;
+  if (occupancy < q.ecn_min_bytes) return false;
+  if (occupancy >= q.ecn_max_bytes) return true;
+  double p = q.ecn_max_prob * static_cast<double>(occupancy - q.ecn_min_bytes) /
+             static_cast<double>(q.ecn_max_bytes - q.ecn_min_bytes);
+  return rng_.chance(p);
+}
+
+bool Link::enqueue(SimTime now, PacketId p) {
+  Packet& pkt = ctx_.packets[p];
+  if (state_ == LinkState::kDown) {
+    ctx_.drop(p, DropCause::kLinkDown);
+    return false;
+  }
+  const std::uint64_t occ = occupancy(now);
+  const QueueConfig& q = params_.queue;
+  if (q.limit_bytes != 0 && occ + pkt.frame_bytes > q.limit_bytes) {
+    ++stats_.tail_drops;
+    ctx_.drop(p, DropCause::kQueueFull);
+    return false;
+  }
+  if (q.ecn && (pkt.ecn == Ecn::kEct0 || pkt.ecn == Ecn::kEct1) && should_mark(occ)) {
+    pkt.ecn = Ecn::kCe;
+    ++stats_.ecn_marks;
+  }
+  const std::uint64_t after = occ + pkt.frame_bytes;
+  stats_.max_bytes = std::max(stats_.max_bytes, after);
+  window_max_ = std::max(window_max_, after);
+  if (head_ == kNoPacket && !paused_ && now >= busy_until_) {
+    start(now, p);
+    return true;
+  }
+  if (tail_ == kNoPacket) {
+    head_ = p;
+  } else {
+    ctx_.packets[tail_].next = p;
+  }
+  tail_ = p;
+  pkt.next = kNoPacket;
+  ++queued_packets_;
+  queued_bytes_ += pkt.frame_bytes;
+  if (!paused_) wake_at(std::max(now, busy_until_));
+  return true;
+}
+
+void Link::start(SimTime now, PacketId p) {
+  Packet& pkt = ctx_.packets[p];
+  const std::uint64_t wire = std::uint64_t{pkt.frame_bytes} + kWireGap;
+  busy_until_ =
+      now + (ps_per_byte_ ? wire * ps_per_byte_ : serialization_time(wire, params_.rate_bps));
+  in_service_bytes_ = pkt.frame_bytes;
+  ++stats_.tx_packets;
+  stats_.tx_bytes += pkt.frame_bytes;
+  // The owner may refill this queue from here: busy_until_ is already set.
+  from_->on_dequeue(now, pkt, from_port_);
+  if (state_ == LinkState::kBlackHole) {
+    ctx_.drop(p, DropCause::kBlackHole);
+  } else if (params_.loss_rate > 0 && rng_.chance(params_.loss_rate)) {
+    ctx_.drop(p, DropCause::kRandomLoss);
+  } else {
+    ctx_.events.schedule(busy_until_ + params_.delay, this,
+                         std::uint64_t{kArrive} << kKindShift | p);
+  }
+}
+
+void Link::wake_at(SimTime at) {
+  if (wake_pending_) return;
+  wake_pending_ = true;
+  ctx_.events.schedule(at, this, std::uint64_t{kWake} << kKindShift);
+}
+
+void Link::arrive(SimTime now, PacketId p) {
+  if (state_ == LinkState::kDown) {
+    ctx_.drop(p, DropCause::kLinkDown);
+  } else if (state_ == LinkState::kBlackHole) {
+    ctx_.drop(p, DropCause::kBlackHole);
+  } else {
+    to_->receive(now, p, to_port_);
+  }
+}
+
+void Link::on_event(SimTime now, std::uint64_t arg) {
+  switch (arg >> kKindShift) {
+    case kArrive:
+      arrive(now, static_cast<PacketId>(arg));
+      return;
+    case kWake: {
+      wake_pending_ = false;
+      if (paused_ || head_ == kNoPacket) return;
+      if (now < busy_until_) {
+        wake_at(busy_until_);
+        return;
+      }
+      PacketId p = head_;
+      Packet& pkt = ctx_.packets[p];
+      head_ = pkt.next;
+      if (head_ == kNoPacket) tail_ = kNoPacket;
+      --queued_packets_;
+      queued_bytes_ -= pkt.frame_bytes;
+      start(now, p);
+      if (head_ != kNoPacket && !paused_) wake_at(busy_until_);
+      return;
+    }
+    case kPause:
+      set_paused(now, true);
+      return;
+    case kResume:
+      set_paused(now, false);
+      return;
+  }
+}
+
+void Link::send_pause(SimTime now, bool pause) {
+  ctx_.events.schedule(now + params_.delay, this,
+                       std::uint64_t{pause ? kPause : kResume} << kKindShift);
+}
+
+void Link::set_paused(SimTime now, bool paused) {
+  if (paused == paused_) return;
+  paused_ = paused;
+  if (paused) {
+    ++stats_.pauses;
+    paused_since_ = now;
+    return;
+  }
+  stats_.paused_time += now - paused_since_;
+  if (head_ != kNoPacket) wake_at(std::max(now, busy_until_));
+}
+
+void Link::set_state(SimTime now, LinkState state) {
+  state_ = state;
+  if (state != LinkState::kDown) {
+    if (head_ != kNoPacket && !paused_) wake_at(std::max(now, busy_until_));
+    return;
+  }
+  while (head_ != kNoPacket) {
+    PacketId p = head_;
+    Packet& pkt = ctx_.packets[p];
+    head_ = pkt.next;
+    --queued_packets_;
+    queued_bytes_ -= pkt.frame_bytes;
+    from_->on_dequeue(now, pkt, from_port_);
+    ctx_.drop(p, DropCause::kLinkDown);
+  }
+  tail_ = kNoPacket;
+}
+
+}  // namespace mroce::sim

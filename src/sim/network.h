@@ -1,0 +1,108 @@
+// The fabric of one run: P planes, each a copy of the topology's switches and cables,
+// plus the hosts with one NIC per plane. Builds every link with its rate, delay,
+// queue and loss, computes routes, and applies failures.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/context.h"
+#include "sim/host.h"
+#include "sim/link.h"
+#include "sim/switch.h"
+#include "sim/topology.h"
+
+namespace mroce::sim {
+
+enum class LossScope : std::uint8_t {
+  kFabric,  // switch-to-switch links
+  kHost,    // host-to-leaf links, both directions
+  kAll,
+};
+const char* to_string(LossScope);
+
+struct NetworkConfig {
+  TopologySpec topology;
+  QueueConfig queue;  // every switch output queue (limit ignored with PFC on: lossless)
+  SwitchConfig switches;
+  std::uint32_t nic_queue_packets = 2;  // per plane, waiting packets a host NIC holds
+  double loss_rate = 0;
+  LossScope loss_scope = LossScope::kFabric;
+  std::uint64_t seed = 1;
+};
+
+// Propagation-only round trip over a path of `max_hops` links (two of them host links),
+// and its bandwidth-delay product at the host link rate.
+SimTime base_rtt(const TopologySpec& spec, std::uint32_t max_hops);
+std::uint64_t bdp_bytes(const TopologySpec& spec, std::uint32_t max_hops);
+
+// Where a link sits, for statistics and failures.
+struct LinkInfo {
+  Link* link;
+  std::uint8_t plane;
+  std::uint8_t from_tier;
+  std::uint8_t to_tier;
+  std::uint32_t from;  // host number, or switch index within the plane
+  std::uint32_t to;
+};
+
+class Network {
+ public:
+  Network(SimContext& ctx, const NetworkConfig& config);
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+
+  const TopologyGraph& graph() const { return graph_; }
+  const NetworkConfig& config() const { return config_; }
+  std::uint32_t planes() const { return config_.topology.planes; }
+  std::uint32_t host_count() const { return graph_.hosts; }
+  Host& host(std::uint32_t h) { return hosts_[h]; }
+  const Host& host(std::uint32_t h) const { return hosts_[h]; }
+  Switch& switch_at(std::uint32_t plane, std::uint32_t index) {
+    return switches_[plane * graph_.switches() + index];
+  }
+  std::size_t switch_count() const { return switches_.size(); }
+  Switch& switch_by_global(std::size_t i) { return switches_[i]; }
+  const Switch& switch_by_global(std::size_t i) const { return switches_[i]; }
+  const std::vector<LinkInfo>& links() const { return link_info_; }
+
+  // Propagation-only round trip over the longest path, and its bandwidth-delay
+  // product at the host link rate.
+  SimTime base_rtt() const { return sim::base_rtt(config_.topology, graph_.max_hops); }
+  std::uint64_t bdp_bytes() const { return sim::bdp_bytes(config_.topology, graph_.max_hops); }
+
+  std::optional<std::uint32_t> find_switch(const std::string& name) const;
+  // Link sets for failures (both directions).
+  std::vector<Link*> plane_links(std::uint32_t plane) const;
+  std::vector<Link*> switch_links(std::uint32_t plane, std::uint32_t sw) const;
+  std::vector<Link*> cable_links(std::uint32_t plane, std::uint32_t a, std::uint32_t b) const;
+  std::vector<Link*> host_links(std::uint32_t plane, std::uint32_t host) const;
+
+  // Recomputes plane's routing tables from the links that are not down: shortest paths
+  // toward each leaf, ECMP over every next hop on one.
+  void recompute_routes(std::uint32_t plane);
+
+ private:
+  void build_plane(std::uint32_t plane);
+  Link* add_link(const LinkParams& params, Node* from, std::uint16_t from_port, Node* to,
+                 std::uint16_t to_port, const LinkInfo& info);
+  LinkParams host_link_params(bool uplink) const;
+  LinkParams fabric_link_params() const;
+  std::vector<RouteTable> compute_routes(std::uint32_t plane) const;
+
+  SimContext& ctx_;
+  NetworkConfig config_;
+  TopologyGraph graph_;
+  HostMap host_map_;
+  std::deque<Host> hosts_;
+  std::deque<Switch> switches_;
+  std::deque<Link> links_;
+  std::vector<LinkInfo> link_info_;
+  // peer_[s][port]: the switch (index within the plane) a port leads to, or -1 for a host.
+  std::vector<std::vector<std::int32_t>> peer_;
+};
+
+}  // namespace mroce::sim

@@ -1,0 +1,149 @@
+#include "sim/traffic.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "sim/addressing.h"
+
+namespace mroce::sim {
+
+namespace {
+constexpr std::uint64_t kRegionBase = 0x100000000000ull;
+constexpr std::uint64_t kRegionLength = 1ull << 40;
+constexpr std::uint64_t kRecvTag = 1ull << 63;  // receive wr_ids name a channel
+constexpr std::size_t kEventLogLimit = 10000;
+}  // namespace
+
+Traffic::Traffic(SimContext& ctx, Network& network, std::uint16_t port)
+    : ctx_(ctx), network_(network), port_(port) {}
+
+void Traffic::api_error(std::uint32_t host, const char* call, Errc e) const {
+  throw std::runtime_error("host " + std::to_string(host) + ": " + call +
+                           " failed: " + to_string(e));
+}
+
+void Traffic::register_memory() {
+  keys_.resize(network_.host_count());
+  for (std::uint32_t h = 0; h < network_.host_count(); ++h) {
+    Errc e = network_.host(h).transport().reg_mr(kRegionBase, kRegionLength, access::kAll, nullptr,
+                                                 &keys_[h]);
+    if (e != Errc::kOk) api_error(h, "reg_mr", e);
+  }
+}
+
+void Traffic::add_workload(std::unique_ptr<Workload> w) {
+  workloads_.push_back(std::move(w));
+}
+
+void Traffic::setup() {
+  for (current_ = 0; current_ < workloads_.size(); ++current_) workloads_[current_]->setup(*this);
+}
+
+std::uint32_t Traffic::open_channel(std::uint32_t a, std::uint32_t b, std::uint32_t messages,
+                                    std::uint64_t max_bytes) {
+  StreamConfig config;
+  config.sq_depth = std::max<std::uint32_t>(config.sq_depth, messages + 1);
+  config.rq_depth = std::max<std::uint32_t>(config.rq_depth, messages + 1);
+  Channel c;
+  c.a = a;
+  c.b = b;
+  c.max_bytes = max_bytes;
+  Host& ha = network_.host(a);
+  Host& hb = network_.host(b);
+  if (Errc e = ha.transport().create_stream(config, &c.sa); e != Errc::kOk) {
+    api_error(a, "create_stream", e);
+  }
+  if (Errc e = hb.transport().create_stream(config, &c.sb); e != Errc::kOk) {
+    api_error(b, "create_stream", e);
+  }
+  if (Errc e = ha.connect_stream(c.sa, {host_address(b, 0), port_}, c.sb); e != Errc::kOk) {
+    api_error(a, "connect_stream", e);
+  }
+  if (Errc e = hb.connect_stream(c.sb, {host_address(a, 0), port_}, c.sa); e != Errc::kOk) {
+    api_error(b, "connect_stream", e);
+  }
+  channels_.push_back(std::move(c));
+  return static_cast<std::uint32_t>(channels_.size() - 1);
+}
+
+std::uint32_t Traffic::add_flow(const Flow& f) {
+  flows_.push_back(f);
+  flows_.back().workload = current_;
+  ++remaining_;
+  return static_cast<std::uint32_t>(flows_.size() - 1);
+}
+
+void Traffic::post_receives(std::uint32_t channel, std::uint32_t count) {
+  const Channel& c = channels_[channel];
+  RecvWr wr;
+  wr.wr_id = kRecvTag | channel;
+  wr.num_sge = 1;
+  wr.sg[0] = {kRegionBase, static_cast<std::uint32_t>(c.max_bytes), keys_[c.b].lkey};
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (Errc e = network_.host(c.b).post_recv(c.sb, wr); e != Errc::kOk) {
+      api_error(c.b, "post_recv", e);
+    }
+  }
+}
+
+void Traffic::start_at(SimTime at, std::uint32_t flow) {
+  ctx_.events.schedule(at, this, flow);
+}
+
+void Traffic::on_event(SimTime, std::uint64_t flow) {
+  start(static_cast<std::uint32_t>(flow));
+}
+
+void Traffic::start(std::uint32_t id) {
+  Flow& f = flows_[id];
+  Channel& c = channels_[f.channel];
+  f.start = ctx_.now();
+  SendWr wr;
+  wr.wr_id = id + 1;
+  wr.opcode = f.op;
+  wr.flags = send_flags::kSignaled;
+  wr.num_sge = 1;
+  wr.sg[0] = {kRegionBase, static_cast<std::uint32_t>(f.bytes), keys_[c.a].lkey};
+  wr.remote_addr = kRegionBase;
+  wr.rkey = keys_[c.b].rkey;
+  wr.imm = id;
+  if (f.completes_on_receive()) c.arrivals.push_back(id);
+  if (Errc e = network_.host(c.a).post_send(c.sa, wr); e != Errc::kOk) {
+    api_error(c.a, "post_send", e);
+  }
+}
+
+void Traffic::on_completion(SimTime now, std::uint32_t, const Completion& c) {
+  const bool ok = c.status == WcStatus::kSuccess;
+  if (c.wr_id & kRecvTag) {
+    Channel& ch = channels_[c.wr_id & ~kRecvTag];
+    if (ch.next_arrival >= ch.arrivals.size()) {
+      if (ok) throw std::runtime_error("receive completion with no message in flight");
+      return;  // flushed receives of a stream in error
+    }
+    finish(ch.arrivals[ch.next_arrival++], now, ok);
+    return;
+  }
+  if (c.wr_id == 0 || c.wr_id > flows_.size()) return;
+  const std::uint32_t id = static_cast<std::uint32_t>(c.wr_id - 1);
+  if (!flows_[id].completes_on_receive() || !ok) finish(id, now, ok);
+}
+
+void Traffic::finish(std::uint32_t id, SimTime now, bool ok) {
+  Flow& f = flows_[id];
+  if (f.done()) return;
+  f.end = now;
+  f.failed = !ok;
+  --remaining_;
+  if (ok) completed_bytes_ += f.bytes;
+  workloads_[f.workload]->on_flow_done(*this, id, now);
+}
+
+void Traffic::on_transport_event(SimTime now, std::uint32_t host, const Event& e) {
+  const int k = static_cast<int>(e.kind);
+  if (k >= 0 && k < 8) ++event_counts_[k];
+  if (event_log_.size() < kEventLogLimit) event_log_.push_back({now, host, e});
+}
+
+}  // namespace mroce::sim

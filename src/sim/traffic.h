@@ -1,0 +1,125 @@
+// The application side of every host: streams, memory, flows and their completions.
+// Workloads describe what to send (flows over channels) and when; Traffic turns that
+// into create_stream / connect_stream / post_send / post_recv calls and turns
+// completions back into flow completion times.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/context.h"
+#include "sim/host.h"
+#include "sim/network.h"
+
+namespace mroce::sim {
+
+// One message: from its initiator's post to the completion that proves delivery
+// (WRITE: the initiator's completion; SEND and WRITE_IMM: the target's receive
+// completion; READ: the initiator's completion, data flowing target -> initiator).
+struct Flow {
+  std::uint32_t workload = 0;
+  std::uint32_t channel = 0;
+  std::uint32_t initiator = 0;
+  std::uint32_t target = 0;
+  std::uint64_t bytes = 0;
+  WrOpcode op = WrOpcode::kRdmaWrite;
+  std::uint32_t step = 0;  // collectives: the step this message belongs to
+  SimTime start = kSimNever;
+  SimTime end = kSimNever;
+  bool failed = false;
+
+  std::uint32_t src() const { return op == WrOpcode::kRdmaRead ? target : initiator; }
+  std::uint32_t dst() const { return op == WrOpcode::kRdmaRead ? initiator : target; }
+  bool done() const { return end != kSimNever; }
+  bool completes_on_receive() const {
+    return op == WrOpcode::kSend || op == WrOpcode::kRdmaWriteWithImm;
+  }
+};
+
+// A pair of connected streams, initiator side a, target side b.
+struct Channel {
+  std::uint32_t a = 0;
+  std::uint32_t b = 0;
+  StreamId sa = kNoStream;
+  StreamId sb = kNoStream;
+  std::uint64_t max_bytes = 0;          // largest message, sizes the receive buffers
+  std::vector<std::uint32_t> arrivals;  // flows that will complete receives on b, in order
+  std::size_t next_arrival = 0;
+};
+
+class Traffic;
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // Creates channels and flows, posts receives, schedules the first starts.
+  virtual void setup(Traffic& traffic) = 0;
+  virtual void on_flow_done(Traffic&, std::uint32_t /*flow*/, SimTime /*now*/) {}
+  // Collectives: completion times of each iteration, measured from the workload start.
+  virtual const std::vector<SimTime>& iteration_ends() const { return no_iterations_; }
+
+ private:
+  std::vector<SimTime> no_iterations_;
+};
+
+class Traffic final : public HostListener, public EventHandler {
+ public:
+  Traffic(SimContext& ctx, Network& network, std::uint16_t port);
+
+  // Registers one large region per host (no host memory: headers-only simulation).
+  void register_memory();
+  void add_workload(std::unique_ptr<Workload> w);
+  void setup();
+
+  std::uint32_t open_channel(std::uint32_t a, std::uint32_t b, std::uint32_t messages,
+                             std::uint64_t max_bytes);
+  std::uint32_t add_flow(const Flow& f);
+  // Posts receives on the target side of `channel` for every flow that needs one.
+  void post_receives(std::uint32_t channel, std::uint32_t count);
+  void start_at(SimTime at, std::uint32_t flow);
+  void start(std::uint32_t flow);
+
+  const std::vector<Flow>& flows() const { return flows_; }
+  const Flow& flow(std::uint32_t i) const { return flows_[i]; }
+  std::uint32_t workload_count() const { return static_cast<std::uint32_t>(workloads_.size()); }
+  const Workload& workload(std::uint32_t i) const { return *workloads_[i]; }
+  std::uint32_t current_workload() const { return current_; }
+  bool done() const { return remaining_ == 0; }
+  std::uint64_t completed_bytes() const { return completed_bytes_; }
+  std::uint64_t transport_event_count(EventKind k) const {
+    return event_counts_[static_cast<int>(k)];
+  }
+  struct EventRecord {
+    SimTime time;
+    std::uint32_t host;
+    Event event;
+  };
+  const std::vector<EventRecord>& event_log() const { return event_log_; }
+
+  void on_completion(SimTime now, std::uint32_t host, const Completion& c) override;
+  void on_transport_event(SimTime now, std::uint32_t host, const Event& e) override;
+  void on_event(SimTime now, std::uint64_t flow) override;
+
+  Network& network() { return network_; }
+  SimContext& context() { return ctx_; }
+
+ private:
+  void finish(std::uint32_t flow, SimTime now, bool ok);
+  [[noreturn]] void api_error(std::uint32_t host, const char* call, Errc e) const;
+
+  SimContext& ctx_;
+  Network& network_;
+  std::uint16_t port_;
+  std::vector<MrKeys> keys_;
+  std::vector<std::unique_ptr<Workload>> workloads_;
+  std::uint32_t current_ = 0;  // the workload being set up
+  std::vector<Channel> channels_;
+  std::vector<Flow> flows_;
+  std::uint64_t remaining_ = 0;
+  std::uint64_t completed_bytes_ = 0;
+  std::uint64_t event_counts_[8] = {};
+  std::vector<EventRecord> event_log_;
+};
+
+}  // namespace mroce::sim

@@ -1,0 +1,104 @@
+#include "sim/network.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "sim/addressing.h"
+
+namespace mroce::sim {
+namespace {
+
+// The switches a packet visits from src to dst on a plane, following select_port.
+std::vector<std::uint32_t> trace(Network& net, std::uint32_t src, std::uint32_t dst,
+                                 std::uint16_t sport, std::uint32_t plane = 0) {
+  Packet p;
+  p.src_ip = host_ip(src, plane);
+  p.dst_ip = host_ip(dst, plane);
+  p.src_port = sport;
+  p.dst_port = 4793;
+  std::vector<std::uint32_t> hops;
+  Node* at = net.host(src).nic(plane)->to();
+  while (auto* sw = dynamic_cast<Switch*>(at)) {
+    hops.push_back(sw->id());
+    const std::uint16_t port = sw->select_port(p);
+    if (port == Switch::kNoPort || hops.size() > 10) return {};
+    at = sw->out_link(port)->to();
+  }
+  if (at != &net.host(dst)) return {};
+  return hops;
+}
+
+NetworkConfig fat_tree(std::uint32_t k) {
+  NetworkConfig c;
+  c.topology.k = k;
+  return c;
+}
+
+TEST(Ecmp, SourcePortsSpreadOverEveryShortestPathAndEachPortIsPinned) {
+  SimContext ctx;
+  Network net(ctx, fat_tree(8));
+  // Host 0 and host 127 sit in different pods: (k/2)^2 = 16 shortest paths of 5 switches.
+  std::set<std::vector<std::uint32_t>> paths;
+  for (std::uint16_t port = 49152; port < 49152 + 512; ++port) {
+    auto hops = trace(net, 0, 127, port);
+    ASSERT_EQ(hops.size(), 5u) << port;
+    EXPECT_EQ(trace(net, 0, 127, port), hops);  // the same port always takes the same path
+    paths.insert(hops);
+  }
+  EXPECT_EQ(paths.size(), 16u);
+  // Same pod, different ToR: 4 paths through the aggregation layer.
+  std::set<std::vector<std::uint32_t>> pod;
+  for (std::uint16_t port = 1000; port < 1200; ++port) pod.insert(trace(net, 0, 4, port));
+  EXPECT_EQ(pod.size(), 4u);
+  // Same ToR: one hop.
+  EXPECT_EQ(trace(net, 0, 1, 1234).size(), 1u);
+}
+
+TEST(Ecmp, SpreadIsRoughlyUniform) {
+  SimContext ctx;
+  Network net(ctx, fat_tree(8));
+  std::map<std::vector<std::uint32_t>, int> count;
+  const int n = 16000;
+  for (int i = 0; i < n; ++i) ++count[trace(net, 3, 100, static_cast<std::uint16_t>(i))];
+  ASSERT_EQ(count.size(), 16u);
+  for (const auto& [path, c] : count) {
+    EXPECT_GT(c, n / 16 * 0.8);
+    EXPECT_LT(c, n / 16 * 1.2);
+  }
+}
+
+TEST(Routing, VisibleFailureRemovesALinkFromEcmpGroups) {
+  SimContext ctx;
+  Network net(ctx, fat_tree(4));
+  const auto tor = *net.find_switch("pod0.tor0");
+  const auto agg = *net.find_switch("pod0.agg0");
+  for (Link* l : net.cable_links(0, tor, agg)) l->set_state(0, LinkState::kDown);
+  net.recompute_routes(0);
+  for (std::uint16_t port = 0; port < 200; ++port) {
+    auto hops = trace(net, 0, 15, port);
+    ASSERT_EQ(hops.size(), 5u);
+    EXPECT_NE(hops[1], agg);  // every path now leaves through pod0.agg1
+  }
+}
+
+TEST(Routing, PlanesAreIndependent) {
+  SimContext ctx;
+  NetworkConfig c = fat_tree(4);
+  c.topology.planes = 2;
+  Network net(ctx, c);
+  auto p0 = trace(net, 0, 15, 5, 0);
+  auto p1 = trace(net, 0, 15, 5, 1);
+  ASSERT_EQ(p0.size(), 5u);
+  ASSERT_EQ(p1.size(), 5u);
+  for (auto s : p1) EXPECT_EQ(net.switch_by_global(s).plane(), 1);
+  // An address of plane 0 does not route on plane 1.
+  Packet p;
+  p.dst_ip = host_ip(15, 0);
+  EXPECT_EQ(net.switch_at(1, net.graph().leaves[0]).select_port(p), Switch::kNoPort);
+}
+
+}  // namespace
+}  // namespace mroce::sim
