@@ -37,6 +37,11 @@ struct EngineConfig {
   // Congestion control.
   std::uint64_t line_rate_bps = 100'000'000'000;  // sender's NIC rate, all planes together
   std::uint64_t rx_capacity_bps = 0;              // inbound capacity to share; 0: line_rate_bps
+  // Of that capacity, the part handed out as shares: the rest lets queues drain.
+  double target_utilization = 0.98;
+  // Bytes each packet costs on the link beyond its UDP payload (Ethernet header, FCS,
+  // preamble and gap, IPv4, UDP), counted by the pacer.
+  std::uint32_t wire_overhead_bytes = 66;
   std::uint32_t initial_window_bytes = 256 * 1024;  // connection window at start
   std::uint32_t min_path_window_bytes = 0;          // 0: one mss
   double dctcp_gain = 1.0 / 16;

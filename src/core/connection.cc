@@ -218,11 +218,19 @@ void Connection::fail(Time now, WcStatus status) {
   emit_event(now, EventKind::kConnFailed);
 }
 
+void Connection::expect_response(Time now) {
+  last_backlog_ = now;
+  if (!counted_sender_) {
+    counted_sender_ = true;
+    ctx_.share.add_sender();
+  }
+}
+
 void Connection::update_activity(Time now) {
   const Time timeout = cfg_.active_sender_timeout
                            ? cfg_.active_sender_timeout
                            : 4 * std::max(srtt_, cfg_.initial_rtt);
-  if (counted_sender_ && now >= last_backlog_ + timeout) {
+  if (counted_sender_ && open_requests_ == 0 && now >= last_backlog_ + timeout) {
     ctx_.share.remove_sender();
     counted_sender_ = false;
   }
@@ -285,7 +293,7 @@ Time Connection::next_deadline() const {
   }
   t = std::min(t, ack_timer_at_);
   if (!rnr_waiting_.empty()) t = std::min(t, rnr_waiting_[0].not_before);
-  if (counted_sender_) {
+  if (counted_sender_ && open_requests_ == 0) {
     const Time timeout = cfg_.active_sender_timeout
                              ? cfg_.active_sender_timeout
                              : 4 * std::max(srtt_, cfg_.initial_rtt);

@@ -56,6 +56,9 @@ class Connection {
   void unbind(Time now, Stream& s);
   // The stream has new work to send.
   void schedule_stream(Stream& s);
+  // A READ or atomic was posted: the peer will owe us a response, so it counts as one of
+  // our senders from now on (every request then carries a share that counts them all).
+  void expect_response(Time now);
 
   // Datapath.
   void on_data(Time now, const RxMeta& meta, const wire::Packet& pkt);

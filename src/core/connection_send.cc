@@ -378,6 +378,7 @@ bool Connection::next_segment(Time now, SegmentRef* seg, bool* moved) {
       if (request) {
         ++open_requests_;
         ++s->reads_in_progress;
+        expect_response(now);
       }
     }
     *seg = SegmentRef{SegmentKind::kRequest, sid, w.msn, w.sent++};
@@ -444,9 +445,13 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
     ++ctx_.counters.tx_retransmits;
   }
   const std::uint64_t rate = pacing_rate();
-  const Time burst = transmit_time(cfg_.pacing_burst_bytes, rate);
+  // The burst allowance shrinks with the rate (a quarter of a round trip's worth, at
+  // least a packet), so that a thousand slow senders do not start with a burst each.
+  const std::uint64_t quarter_rtt = rate / 8 * std::max(srtt_, cfg_.initial_rtt) / 4 / kSecond;
+  const Time burst = transmit_time(
+      std::clamp<std::uint64_t>(quarter_rtt, mss_ + 64, cfg_.pacing_burst_bytes), rate);
   pace_next_ = std::max(pace_next_, now > burst ? now - burst : 0) +
-               transmit_time(out->wire_length, rate);
+               transmit_time(out->wire_length + cfg_.wire_overhead_bytes, rate);
 }
 
 std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
@@ -484,6 +489,12 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
     d.ssn = wqe->ssn;
     d.imm = wr.imm;
     if (wr.flags & send_flags::kSolicited) d.flags |= wire::data_flags::kSolicited;
+    if (wqe->is_read()) {
+      // The response comes to us: tell the responder its share of our inbound capacity
+      // now, so a read fanned out to many peers does not start as a burst from each.
+      d.rate_kbps = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(ctx_.share.share_bps(counted_sender_) / 1000, ~0u));
+    }
     if (wqe->is_read() || wqe->is_atomic()) {
       d.operand = wr.compare_add;
       d.swap = wr.swap;

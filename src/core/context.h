@@ -21,7 +21,9 @@ struct EngineContext {
       : config(cfg),
         memory(cfg.seed ^ 0x6d656d),
         random(cfg.seed),
-        share(cfg.rx_capacity_bps ? cfg.rx_capacity_bps : cfg.line_rate_bps) {}
+        share(static_cast<std::uint64_t>(
+            double(cfg.rx_capacity_bps ? cfg.rx_capacity_bps : cfg.line_rate_bps) *
+            cfg.target_utilization)) {}
 
   Stream* stream(StreamId id) {
     return id && id <= streams.size() ? streams[id - 1].get() : nullptr;

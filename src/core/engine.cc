@@ -186,10 +186,10 @@ Errc Engine::post_send(Time now, StreamId sid, const SendWr& wr) {
   }
   ++s->sq_tail;
   if (Connection* c = find(s->conn)) {
+    if (inbound) c->expect_response(now);
     c->schedule_stream(*s);
     touch(*c);
   }
-  (void)now;
   return Errc::kOk;
 }
 

@@ -1,5 +1,6 @@
-// The receiver's side of rate control: its inbound capacity shared equally among the
-// senders that currently have data queued for it. Every ACK carries the share.
+// The receiver's side of rate control: its inbound capacity (times the target
+// utilization) shared equally among the senders that currently have data queued for it.
+// Every ACK carries the share.
 #pragma once
 
 #include <algorithm>

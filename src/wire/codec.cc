@@ -66,7 +66,7 @@ std::size_t extension_size(DataOp op) {
     case DataOp::kSendImm: return 8;         // ssn, imm
     case DataOp::kWrite: return 12;          // va, rkey
     case DataOp::kWriteImm: return 20;       // va, rkey, ssn, imm
-    case DataOp::kReadRequest: return 12;    // va, rkey
+    case DataOp::kReadRequest: return 16;    // va, rkey, rate
     case DataOp::kReadResponse: return 0;
     case DataOp::kFetchAdd: return 20;       // va, rkey, addend
     case DataOp::kCompareSwap: return 28;    // va, rkey, compare, swap
@@ -153,6 +153,7 @@ std::size_t encode_data(const CommonHeader& common, const DataHeader& d,
   if (has_ssn(d.op)) w.u32(d.ssn);
   if (has_imm(d.op)) w.u32(d.imm);
   switch (d.op) {
+    case DataOp::kReadRequest: w.u32(d.rate_kbps); break;
     case DataOp::kFetchAdd:
     case DataOp::kAtomicResponse: w.u64(d.operand); break;
     case DataOp::kCompareSwap:
@@ -235,7 +236,7 @@ DecodeError decode_data(ByteReader& r, const DecodeOptions& options, Packet* out
   d.offset = r.u32();
   d.message_length = r.u32();
   d.remote_addr = d.operand = d.swap = 0;
-  d.rkey = d.ssn = d.imm = 0;
+  d.rkey = d.ssn = d.imm = d.rate_kbps = 0;
   if (!r.ok()) return DecodeError::kTruncated;
   if (op >= kDataOpCount) return DecodeError::kBadOpcode;
   d.op = DataOp(op);
@@ -247,6 +248,7 @@ DecodeError decode_data(ByteReader& r, const DecodeOptions& options, Packet* out
   if (has_ssn(d.op)) d.ssn = r.u32();
   if (has_imm(d.op)) d.imm = r.u32();
   switch (d.op) {
+    case DataOp::kReadRequest: d.rate_kbps = r.u32(); break;
     case DataOp::kFetchAdd:
     case DataOp::kAtomicResponse: d.operand = r.u64(); break;
     case DataOp::kCompareSwap:

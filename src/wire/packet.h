@@ -93,6 +93,7 @@ struct DataHeader {
   std::uint32_t imm = 0;          // *_IMM
   std::uint64_t operand = 0;      // FETCH_ADD addend, CMP_SWAP compare, ATOMIC_RESPONSE value
   std::uint64_t swap = 0;         // CMP_SWAP
+  std::uint32_t rate_kbps = 0;    // READ_REQUEST: the requester's share for the response
 };
 inline constexpr std::size_t kDataBaseSize = 28;
 

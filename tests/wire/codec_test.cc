@@ -44,6 +44,7 @@ DataHeader data(DataOp op) {
     d.swap = 0x0102030405060708ull;
   } else if (op == DataOp::kReadRequest) {
     d.message_length = 1 << 20;
+    d.rate_kbps = 12345678;
   }
   return d;
 }
@@ -95,6 +96,7 @@ TEST_P(DataRoundTrip, EveryOpcode) {
   if (op == DataOp::kCompareSwap) {
     EXPECT_EQ(p.data.swap, d.swap);
   }
+  EXPECT_EQ(p.data.rate_kbps, op == DataOp::kReadRequest ? 12345678u : 0u);
   // Headers-only mode: the same header with no payload bytes after it.
   Packet q;
   EXPECT_EQ(decode({buf.data(), header}, {false}, &q), DecodeError::kOk);

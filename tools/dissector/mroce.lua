@@ -17,7 +17,7 @@ local nack_codes = { [1] = "RECEIVER_NOT_READY", [2] = "REMOTE_ACCESS", [3] = "I
 local ext = {
   [0] = {}, [1] = { ssn = true }, [2] = { ssn = true, imm = true },
   [3] = { remote = true }, [4] = { remote = true, ssn = true, imm = true },
-  [5] = { remote = true }, [6] = {}, [7] = { remote = true, operand = true },
+  [5] = { remote = true, rate = true }, [6] = {}, [7] = { remote = true, operand = true },
   [8] = { remote = true, operand = true, swap = true }, [9] = { operand = true },
 }
 local payload_ops = { [1] = true, [2] = true, [3] = true, [4] = true, [6] = true }
@@ -50,6 +50,7 @@ f.ssn = ProtoField.uint32("mroce.ssn", "SSN", base.DEC)
 f.imm = ProtoField.uint32("mroce.imm", "Immediate", base.HEX)
 f.operand = ProtoField.uint64("mroce.operand", "Operand / value", base.HEX)
 f.swap = ProtoField.uint64("mroce.swap", "Swap", base.HEX)
+f.read_rate = ProtoField.uint32("mroce.read_rate_kbps", "Response rate (kbit/s)", base.DEC)
 f.payload = ProtoField.bytes("mroce.payload", "Payload")
 
 f.cum_psn = ProtoField.uint32("mroce.ack.cum_psn", "Cumulative PSN", base.DEC)
@@ -104,12 +105,13 @@ local function dissect_data(buf, tree, info)
   tree:add(f.message_length, buf(40, 4))
   local pos = 44
   local e = ext[op]
-  local need = (e.remote and 12 or 0) + (e.ssn and 4 or 0) + (e.imm and 4 or 0) +
+  local need = (e.remote and 12 or 0) + (e.rate and 4 or 0) + (e.ssn and 4 or 0) + (e.imm and 4 or 0) +
                (e.operand and 8 or 0) + (e.swap and 8 or 0)
   if buf:len() < pos + need then return nil, "truncated extension" end
   if e.remote then
     tree:add(f.remote_addr, buf(pos, 8)); tree:add(f.rkey, buf(pos + 8, 4)); pos = pos + 12
   end
+  if e.rate then tree:add(f.read_rate, buf(pos, 4)); pos = pos + 4 end
   if e.ssn then tree:add(f.ssn, buf(pos, 4)); pos = pos + 4 end
   if e.imm then tree:add(f.imm, buf(pos, 4)); pos = pos + 4 end
   if e.operand then tree:add(f.operand, buf(pos, 8)); pos = pos + 8 end
