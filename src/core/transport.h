@@ -137,6 +137,10 @@ struct StreamConfig {
   std::uint32_t max_inline = 0;   // bytes copied at post time with send_flags::kInline
   std::uint8_t rnr_retry = 7;     // 7 retries forever, as in Verbs
   Time rnr_timer = 100 * kMicrosecond;
+  // Transports whose streams live on one local interface (a RoCE QP on one NIC port):
+  // the plane to use, -1 for the transport's choice. MetaRoCE spreads every connection's
+  // paths over all planes and ignores it.
+  std::int16_t plane = -1;
 };
 
 class Transport {
