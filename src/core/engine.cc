@@ -193,6 +193,15 @@ Errc Engine::post_send(Time now, StreamId sid, const SendWr& wr) {
   return Errc::kOk;
 }
 
+Errc Engine::set_rnr_policy(StreamId sid, std::uint8_t retry, Time timer) {
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  if (retry > 7) return Errc::kInvalidArgument;
+  s->config.rnr_retry = retry;
+  s->config.rnr_timer = timer;
+  return Errc::kOk;
+}
+
 Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
   (void)now;
   Stream* s = ctx_.stream(sid);

@@ -35,6 +35,7 @@ class Engine final : public Transport {
   Errc destroy_stream(Time now, StreamId stream) override;
   Errc post_send(Time now, StreamId stream, const SendWr& wr) override;
   Errc post_recv(Time now, StreamId stream, const RecvWr& wr) override;
+  Errc set_rnr_policy(StreamId stream, std::uint8_t retry, Time timer) override;
 
   void on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) override;
   bool poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) override;

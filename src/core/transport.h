@@ -164,6 +164,14 @@ class Transport {
   virtual Errc destroy_stream(Time now, StreamId stream) = 0;
   virtual Errc post_send(Time now, StreamId stream, const SendWr& wr) = 0;
   virtual Errc post_recv(Time now, StreamId stream, const RecvWr& wr) = 0;
+  // Receiver-not-ready policy for work posted from now on: Verbs sets it when a queue
+  // pair moves to RTR/RTS, after creation. Retry 7 means forever.
+  virtual Errc set_rnr_policy(StreamId stream, std::uint8_t retry, Time timer) {
+    (void)stream;
+    (void)retry;
+    (void)timer;
+    return Errc::kNotSupported;
+  }
 
   // Datapath.
   virtual void on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) = 0;

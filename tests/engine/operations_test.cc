@@ -260,6 +260,19 @@ TEST_F(Operations, ReceiverNotReadyRetriesRunOut) {
   EXPECT_EQ(A().stream_state(x), StreamState::kError);
 }
 
+TEST_F(Operations, RnrPolicyCanBeSetAfterCreation) {
+  auto [x, y] = cl.connect(0, 1);
+  (void)y;
+  ASSERT_EQ(A().set_rnr_policy(x, 1, 50 * kMicrosecond), Errc::kOk);
+  EXPECT_EQ(A().set_rnr_policy(x, 8, 0), Errc::kInvalidArgument);
+  EXPECT_EQ(A().set_rnr_policy(9999, 1, 0), Errc::kNotFound);
+  Buffer src(A(), 64);
+  ASSERT_EQ(A().post_send(now(), x, make_wr(WrOpcode::kSend, src, 0, 64, 1)), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, kLimit));
+  EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kRnrRetryExcErr);
+  EXPECT_LT(cl.net.now(), 2 * kMillisecond);  // one retry of 50 us, not forever
+}
+
 TEST_F(Operations, RemoteAccessErrorsFailTheRequest) {
   Buffer src(A(), 4096), dst(B(), 4096, access::kLocalWrite | access::kRemoteRead);
   struct Case {
