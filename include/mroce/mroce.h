@@ -33,7 +33,7 @@ enum class TransportKind : std::uint8_t { kMetaRoce, kRoceV2 };
 struct DeviceOptions {
   // Local IPv4 or IPv6 addresses, one per plane. Empty: 127.0.0.1.
   std::vector<std::string> addresses;
-  std::uint16_t port = 4793;  // fixed UDP destination port this endpoint listens on
+  std::uint16_t port = 4793;  // fixed UDP destination port this endpoint listens on; 0: any free
   // Source ports used as path entropy; base 0 lets the device pick a free range.
   std::uint16_t src_port_base = 0;
   std::uint16_t src_port_count = 64;
@@ -43,8 +43,12 @@ struct DeviceOptions {
   Progress progress = Progress::kThread;
   std::uint64_t line_rate_bps = 10'000'000'000;
   std::uint64_t rx_capacity_bps = 0;  // 0: line_rate_bps
-  bool gso = true;  // batch sends with UDP GSO where the kernel offers it
+  bool gso = true;                    // batch sends with UDP GSO where the kernel offers it
   bool gro = true;
+  // The host's own receive queue is a bottleneck too: when more than this many bytes wait
+  // in a socket's receive buffer, ECN-capable datagrams read from it are handed to the
+  // transport as CE-marked, as a switch marks a queue past its threshold. 0: off.
+  std::uint32_t rx_ecn_threshold = 512 * 1024;
   std::uint64_t seed = 0;  // 0: from the system's random source
 };
 
@@ -53,7 +57,7 @@ class CompletionQueue;
 struct QpOptions {
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
-  StreamConfig stream;  // queue depths, inline size, RNR retry
+  StreamConfig stream;      // queue depths, inline size, RNR retry
   bool sq_sig_all = false;  // every send completes with an entry, as ibv's sq_sig_all
 };
 
@@ -70,6 +74,8 @@ class CompletionQueue {
  public:
   virtual ~CompletionQueue() = default;
   // Up to max completions, oldest first; returns how many.
+  // With Progress::kManual, a poll that finds nothing first runs one progress step of
+  // the device, so programs that only poll their CQs (as Verbs programs do) progress.
   virtual int poll(Completion* out, int max) = 0;
   // A file descriptor that becomes readable when a completion arrives after
   // request_notify(); read() it (8 bytes) to re-arm, as with a completion channel.
@@ -87,8 +93,18 @@ class QueuePair {
   virtual Errc connect(const Endpoint& peer, StreamId remote_qp_num) = 0;
   virtual Errc post_send(const SendWr& wr) = 0;
   virtual Errc post_recv(const RecvWr& wr) = 0;
+  // Receiver-not-ready retries (7: forever) and the wait between them, for work posted
+  // from now on (Verbs sets them when the queue pair moves to RTR/RTS).
+  virtual Errc set_rnr_policy(std::uint8_t retry, Time timer) = 0;
   virtual StreamState state() const = 0;
   virtual const QpOptions& options() const = 0;
+  // Receiver-not-ready policy for work posted from now on, as Verbs sets it when a QP
+  // moves to RTS (retry 7: forever). Until the engine offers it, kNotSupported.
+  virtual Errc set_rnr_retry(std::uint8_t retry, Time timer) {
+    (void)retry;
+    (void)timer;
+    return Errc::kNotSupported;
+  }
 };
 
 // What the transport did, for one connection and its paths.
@@ -96,6 +112,23 @@ struct ConnectionReport {
   ConnId id = 0;
   ConnStats conn;
   std::vector<PathStats> paths;
+};
+
+// What the datapath itself did, beside the transport's counters: system calls,
+// batching, and datagrams the kernel refused or dropped.
+struct DatapathCounters {
+  std::uint64_t tx_datagrams = 0;      // handed to the kernel
+  std::uint64_t tx_syscalls = 0;       // sendmmsg calls
+  std::uint64_t tx_gso_sends = 0;      // messages the kernel split into several datagrams
+  std::uint64_t tx_dropped = 0;        // refused by the kernel (buffer full, no route, ...)
+  std::uint64_t tx_gso_fallbacks = 0;  // sockets where GSO failed and was turned off
+  std::uint64_t rx_datagrams = 0;      // after splitting coalesced (GRO) reads
+  std::uint64_t rx_syscalls = 0;       // recvmmsg calls that returned something
+  std::uint64_t rx_gro_reads = 0;      // reads holding more than one datagram
+  std::uint64_t rx_truncated = 0;      // larger than any datagram we send: discarded
+  std::uint64_t rx_socket_drops = 0;   // dropped by the kernel for a full receive buffer
+  std::uint64_t rx_local_ce = 0;       // marked CE here for a deep receive queue
+  std::uint64_t wakeups = 0;           // times the progress thread woke up
 };
 
 class Device {
@@ -114,19 +147,34 @@ class Device {
                                                std::uint32_t access) = 0;
   // As reg_mr, with the address peers name in WRITE/READ/atomics chosen by the caller.
   virtual std::unique_ptr<MemoryRegion> reg_mr_iova(void* addr, std::size_t length,
-                                                    std::uint64_t iova,
-                                                    std::uint32_t access) = 0;
+                                                    std::uint64_t iova, std::uint32_t access) = 0;
   virtual std::unique_ptr<CompletionQueue> create_cq(int capacity) = 0;
   virtual std::unique_ptr<QueuePair> create_qp(const QpOptions& options) = 0;
 
   // Manual progress: handle what arrived and what is due, then return.
   virtual void progress() = 0;
+  // Manual progress for a program with nothing else to do: sleeps until a datagram
+  // arrives, a timer of the transport is due, or max_wait passes, then does what
+  // progress() does. (With a progress thread it is progress(), not a sleep.)
+  virtual void wait(Time max_wait) = 0;
 
   virtual Counters counters() const = 0;
   virtual std::vector<ConnectionReport> connections() const = 0;
+
+  virtual DatapathCounters datapath_counters() const = 0;
+  // Connection and path events (established, path failed, plane down, ...) since the
+  // last call, oldest first; the most recent 4096 are kept.
+  virtual std::vector<Event> take_events() = 0;
+  // Why the last reg_mr, create_cq or create_qp of this device returned null: one line.
+  virtual std::string last_error() const = 0;
 };
 
 // Parses "a.b.c.d" or an IPv6 literal. False when it is neither.
 bool parse_address(const std::string& text, Address* out);
+
+// Overrides options from MROCE_* environment variables (see docs/STACK.md), for
+// programs that cannot pass options themselves. False, with one line in *error, when a
+// variable is malformed; options is then unchanged.
+bool apply_environment(DeviceOptions* options, std::string* error);
 
 }  // namespace mroce

@@ -1,12 +1,12 @@
-// The discrete-event core: a timing wheel of 4,096 one-nanosecond slots (a 4 us
-// horizon, wide enough for a packet's hop) backed by a binary heap for later events
-// (timers, scripted actions). A slot is a list of event nodes: scheduling pushes onto
-// it in O(1), and when the cursor reaches the slot its events are sorted by time,
-// stably. Later events enter the wheel before anything else can be scheduled at their
-// time, so events of equal time run in the order they were scheduled: a run is a pure
-// function of its inputs. Nodes come from one array and are reused most recently
-// freed first, which keeps the hot ones in cache; once the array has grown to the
-// run's peak, scheduling never allocates.
+// The discrete-event core: a timing wheel of 16,384 slots of 1,024 ps (a 16 us horizon,
+// enough for a packet's hop behind a full queue) backed by a binary heap for later
+// events (timers, scripted actions). A slot is a list of events sorted by time, ties
+// in scheduling order (circular, named by its last node): a new event usually goes
+// last, else it is inserted after every event of equal or earlier time, a short walk
+// since a slot spans one nanosecond. Later events enter the wheel before anything else can be
+// scheduled at their time, so events of equal time always run in the order they were scheduled: a
+// run is a pure function of its inputs. List nodes come from one array and are reused most recently
+// freed first; once it has grown to the run's peak, scheduling never allocates.
 #pragma once
 
 #include <array>
@@ -37,23 +37,40 @@ class EventQueue {
   SimTime next_time() const;
 
   // `at` must not be in the past.
-  void schedule(SimTime at, EventHandler* handler, std::uint64_t arg = 0);
+  void schedule(SimTime at, EventHandler* handler, std::uint64_t arg = 0) {
+    ++size_;
+    if (at - base_ < kHorizon || at < batch_end_) {
+      insert(alloc(at, handler, arg));
+    } else {
+      push_overflow(at, handler, arg);
+    }
+  }
 
   // Runs the earliest event. Returns false when there was none.
-  bool run_one() {
-    if (size_ == 0) return false;
-    if (head_[cursor_] == kNil) advance();
-    const std::uint32_t n = head_[cursor_];
+  bool run_one() { return run_one_until(kSimNever); }
+
+  // Runs the earliest event if it is due at or before `limit`; returns whether it ran.
+  bool run_one_until(SimTime limit) {
+    std::uint32_t last = last_[cursor_];
+    if (last == kNil) {
+      if (!load_next_slot()) return false;
+      last = last_[cursor_];
+    }
+    const std::uint32_t n = nodes_[last].next;  // the head
     Node& node = nodes_[n];
-    head_[cursor_] = node.next;
     const SimTime t = node.time;
+    if (t > limit) return false;
     EventHandler* const handler = node.handler;
     const std::uint64_t arg = node.arg;
+    if (n == last) {
+      last_[cursor_] = kNil;
+    } else {
+      nodes_[last].next = node.next;
+    }
     node.next = free_;
     free_ = n;
-    --in_wheel_;
-    --size_;
     now_ = t;
+    --size_;
     ++executed_;
     handler->on_event(t, arg);
     return true;
@@ -61,7 +78,8 @@ class EventQueue {
 
  private:
   static constexpr unsigned kSlotBits = 10;  // a slot spans 1,024 ps
-  static constexpr std::size_t kSlots = 4096;
+  static constexpr SimTime kSlotWidth = SimTime{1} << kSlotBits;
+  static constexpr std::size_t kSlots = 16384;
   static constexpr SimTime kHorizon = SimTime{kSlots} << kSlotBits;
   static constexpr std::uint32_t kNil = ~std::uint32_t{0};
 
@@ -82,21 +100,49 @@ class EventQueue {
   };
 
   static std::size_t slot_of(SimTime t) { return (t >> kSlotBits) & (kSlots - 1); }
-  void insert_in_wheel(SimTime at, EventHandler* handler, std::uint64_t arg);
-  // The cursor's slot is empty: move to the next non-empty one and sort it.
-  void advance();
-  void sort_slot(std::size_t s);
+  std::uint32_t alloc(SimTime at, EventHandler* handler, std::uint64_t arg) {
+    std::uint32_t n = free_;
+    if (n == kNil) {
+      n = grow();
+    } else {
+      free_ = nodes_[n].next;
+    }
+    nodes_[n] = Node{at, handler, arg, kNil};
+    return n;
+  }
+  // Into its slot, after every event of equal or earlier time.
+  void insert(std::uint32_t n) {
+    Node& node = nodes_[n];
+    const std::size_t s = node.time < batch_end_ ? cursor_ : slot_of(node.time);
+    const std::uint32_t last = last_[s];
+    if (last == kNil) {
+      node.next = n;
+      last_[s] = n;
+      busy_slots_ += s != cursor_;
+    } else if (node.time >= nodes_[last].time) {
+      node.next = nodes_[last].next;
+      nodes_[last].next = n;
+      last_[s] = n;
+    } else {
+      insert_before_last(last, n);
+    }
+  }
+  void insert_before_last(std::uint32_t last, std::uint32_t n);
+  std::uint32_t grow();
+  void push_overflow(SimTime at, EventHandler* handler, std::uint64_t arg);
+  // The cursor's slot is used up: moves the cursor to the next slot holding events.
+  // Returns false when no event is left.
+  bool load_next_slot();
   void pull_due_overflow();
 
   std::vector<Node> nodes_;
   std::uint32_t free_ = kNil;
-  // Slot lists: the cursor's is sorted, the others are newest first until sorted.
-  std::array<std::uint32_t, kSlots> head_;
-  std::vector<std::uint32_t> scratch_;
+  std::array<std::uint32_t, kSlots> last_;  // each slot's last node, or kNil
+  std::size_t busy_slots_ = 0;              // future slots holding events (the cursor's excluded)
   std::size_t cursor_ = 0;
-  SimTime base_ = 0;  // start time of the cursor's slot
-  std::size_t in_wheel_ = 0;
-  std::vector<Later> overflow_;  // min-heap
+  SimTime base_ = 0;                // start time of the cursor's slot
+  SimTime batch_end_ = kSlotWidth;  // end of the cursor's slot
+  std::vector<Later> overflow_;     // min-heap
   SimTime now_ = 0;
   std::size_t size_ = 0;
   std::uint64_t seq_ = 0;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/addressing.h"
+#include "sim/ecmp.h"
 
 namespace mroce::sim {
 
@@ -112,8 +113,9 @@ void Host::flush(SimTime now) {
 }
 
 bool Host::nics_have_room() const {
+  const SimTime now = ctx_.now();
   for (const Link* nic : nics_) {
-    if (nic->queued_packets() >= nic_queue_packets_) return false;
+    if (nic->queued_packets(now) >= nic_queue_packets_) return false;
   }
   return true;
 }
@@ -153,6 +155,7 @@ void Host::transmit(SimTime now, const TxMeta& meta) {
   p.ecn = meta.ecn;
   p.cls = meta.cls;
   p.id = ctx_.packets_sent++;
+  p.flow_hash = flow_hash(p);
   std::memcpy(ctx_.packets.header(id), scratch_.data(), meta.length);
   ++stats_.tx_packets;
   if (meta.cls == PacketClass::kData) ++stats_.tx_data_packets;

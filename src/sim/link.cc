@@ -1,6 +1,7 @@
 #include "sim/link.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace mroce::sim {
 
@@ -24,6 +25,10 @@ Link::Link(SimContext& ctx, const LinkParams& params, Node* from, std::uint16_t 
       to_(to),
       from_port_(from_port),
       to_port_(to_port),
+      limit_bytes_(params.queue.limit_bytes ? params.queue.limit_bytes
+                                            : std::numeric_limits<std::uint64_t>::max()),
+      mark_from_(params.queue.ecn ? params.queue.ecn_min_bytes
+                                  : std::numeric_limits<std::uint64_t>::max()),
       rng_(params.seed) {
   if (8'000'000'000'000ull % params_.rate_bps == 0) {
     ps_per_byte_ = 8'000'000'000'000ull / params_.rate_bps;
@@ -39,26 +44,18 @@ bool Link::should_mark(std::uint64_t occupancy) {
   return rng_.chance(p);
 }
 
-bool Link::enqueue(SimTime now, PacketId p) {
-  Packet& pkt = ctx_.packets[p];
+void Link::tail_drop(PacketId p) {
+  ++stats_.tail_drops;
+  ctx_.drop(p, DropCause::kQueueFull);
+}
+
+bool Link::enqueue_pausable(SimTime now, PacketId p) {
   if (state_ == LinkState::kDown) {
     ctx_.drop(p, DropCause::kLinkDown);
     return false;
   }
-  const std::uint64_t occ = occupancy(now);
-  const QueueConfig& q = params_.queue;
-  if (q.limit_bytes != 0 && occ + pkt.frame_bytes > q.limit_bytes) {
-    ++stats_.tail_drops;
-    ctx_.drop(p, DropCause::kQueueFull);
-    return false;
-  }
-  if (q.ecn && (pkt.ecn == Ecn::kEct0 || pkt.ecn == Ecn::kEct1) && should_mark(occ)) {
-    pkt.ecn = Ecn::kCe;
-    ++stats_.ecn_marks;
-  }
-  const std::uint64_t after = occ + pkt.frame_bytes;
-  stats_.max_bytes = std::max(stats_.max_bytes, after);
-  window_max_ = std::max(window_max_, after);
+  Packet& pkt = ctx_.packets[p];
+  if (!admit(pkt, p, occupancy(now))) return false;
   if (head_ == kNoPacket && !paused_ && now >= busy_until_) {
     start(now, p);
     return true;
@@ -76,24 +73,44 @@ bool Link::enqueue(SimTime now, PacketId p) {
   return true;
 }
 
+bool Link::enqueue_scheduled(SimTime now, PacketId p) {
+  if (state_ == LinkState::kDown) {
+    ctx_.drop(p, DropCause::kLinkDown);
+    return false;
+  }
+  Packet& pkt = ctx_.packets[p];
+  departures_.drain(now);
+  if (!admit(pkt, p, departures_.bytes())) return false;
+  // FIFO at line rate: it starts when everything accepted before it has left.
+  busy_until_ = std::max(now, busy_until_) + serialization(pkt);
+  departures_.push(busy_until_, pkt.frame_bytes);
+  ++stats_.tx_packets;
+  stats_.tx_bytes += pkt.frame_bytes;
+  transmit(p);
+  return true;
+}
+
+bool Link::lose(PacketId p) {
+  if (state_ == LinkState::kBlackHole) {
+    ctx_.drop(p, DropCause::kBlackHole);
+    return true;
+  }
+  if (params_.loss_rate > 0 && rng_.chance(params_.loss_rate)) {
+    ctx_.drop(p, DropCause::kRandomLoss);
+    return true;
+  }
+  return false;
+}
+
 void Link::start(SimTime now, PacketId p) {
   Packet& pkt = ctx_.packets[p];
-  const std::uint64_t wire = std::uint64_t{pkt.frame_bytes} + kWireGap;
-  busy_until_ =
-      now + (ps_per_byte_ ? wire * ps_per_byte_ : serialization_time(wire, params_.rate_bps));
+  busy_until_ = now + serialization(pkt);
   in_service_bytes_ = pkt.frame_bytes;
   ++stats_.tx_packets;
   stats_.tx_bytes += pkt.frame_bytes;
   // The owner may refill this queue from here: busy_until_ is already set.
   from_->on_dequeue(now, pkt, from_port_);
-  if (state_ == LinkState::kBlackHole) {
-    ctx_.drop(p, DropCause::kBlackHole);
-  } else if (params_.loss_rate > 0 && rng_.chance(params_.loss_rate)) {
-    ctx_.drop(p, DropCause::kRandomLoss);
-  } else {
-    ctx_.events.schedule(busy_until_ + params_.delay, this,
-                         std::uint64_t{kArrive} << kKindShift | p);
-  }
+  transmit(p);
 }
 
 void Link::wake_at(SimTime at) {
@@ -102,21 +119,19 @@ void Link::wake_at(SimTime at) {
   ctx_.events.schedule(at, this, std::uint64_t{kWake} << kKindShift);
 }
 
-void Link::arrive(SimTime now, PacketId p) {
-  if (state_ == LinkState::kDown) {
-    ctx_.drop(p, DropCause::kLinkDown);
-  } else if (state_ == LinkState::kBlackHole) {
-    ctx_.drop(p, DropCause::kBlackHole);
-  } else {
-    to_->receive(now, p, to_port_);
-  }
-}
-
-void Link::on_event(SimTime now, std::uint64_t arg) {
+void Link::on_other_event(SimTime now, std::uint64_t arg) {
   switch (arg >> kKindShift) {
-    case kArrive:
-      arrive(now, static_cast<PacketId>(arg));
+    case kArrive: {
+      const auto p = static_cast<PacketId>(arg);
+      if (((arg >> 32) & kEpochMask) != epoch_ || state_ == LinkState::kDown) {
+        ctx_.drop(p, DropCause::kLinkDown);
+      } else if (state_ == LinkState::kBlackHole) {
+        ctx_.drop(p, DropCause::kBlackHole);
+      } else {
+        to_->receive(now, p, to_port_);
+      }
       return;
+    }
     case kWake: {
       wake_pending_ = false;
       if (paused_ || head_ == kNoPacket) return;
@@ -144,6 +159,7 @@ void Link::on_event(SimTime now, std::uint64_t arg) {
 }
 
 void Link::send_pause(SimTime now, bool pause) {
+  assert(!params_.scheduled);
   ctx_.events.schedule(now + params_.delay, this,
                        std::uint64_t{pause ? kPause : kResume} << kKindShift);
 }
@@ -162,6 +178,15 @@ void Link::set_paused(SimTime now, bool paused) {
 
 void Link::set_state(SimTime now, LinkState state) {
   state_ = state;
+  if (params_.scheduled) {
+    if (state == LinkState::kDown) {
+      // What it held is lost: arrivals of an older epoch are dropped.
+      epoch_ = (epoch_ + 1) & kEpochMask;
+      departures_.clear();
+      busy_until_ = now;
+    }
+    return;
+  }
   if (state != LinkState::kDown) {
     if (head_ != kNoPacket && !paused_) wake_at(std::max(now, busy_until_));
     return;

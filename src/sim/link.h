@@ -1,13 +1,21 @@
 // One direction of a cable: the output queue that feeds it and the wire itself.
 // A FIFO queue with tail drop and RED-like ECN marking at enqueue; serialization at the
-// link rate, then propagation delay. The queue holds packets by index in an intrusive
-// list, so queueing never allocates. Only two kinds of event exist per packet: its
-// arrival at the far end, and (only when it had to wait) the wake-up that starts it.
+// link rate, then propagation delay. Two ways to run it:
+// - pausable: the queue holds packets by index in an intrusive list and starts each one
+//   when the wire is free (a wake-up event when it had to wait), telling its owner; PFC
+//   can pause it. Host NICs and every queue of a PFC fabric run this way.
+// - scheduled: nothing can pause the queue and its owner needs no word of departures,
+//   so a packet's departure is known when it is accepted and its arrival at the far
+//   end is its only event. Switch queues of fabrics without PFC run this way.
+// Both give the same departures, occupancy, marks and drops for the same arrivals.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "sim/context.h"
+#include "sim/departures.h"
 #include "sim/node.h"
 #include "sim/rng.h"
 
@@ -34,6 +42,8 @@ struct LinkParams {
   QueueConfig queue;
   double loss_rate = 0;
   std::uint64_t seed = 0;
+  // Departures computed at enqueue; no pauses, no on_dequeue calls to the owner.
+  bool scheduled = false;
 };
 
 struct LinkStats {
@@ -53,7 +63,9 @@ class Link final : public EventHandler {
 
   // Takes ownership of `p`. Returns false if the queue refused it (already counted and
   // released).
-  bool enqueue(SimTime now, PacketId p);
+  bool enqueue(SimTime now, PacketId p) {
+    return params_.scheduled ? enqueue_scheduled(now, p) : enqueue_pausable(now, p);
+  }
 
   void set_state(SimTime now, LinkState state);
   LinkState state() const { return state_; }
@@ -65,17 +77,28 @@ class Link final : public EventHandler {
 
   // Bytes queued or still serializing.
   std::uint64_t occupancy(SimTime now) const {
+    if (params_.scheduled) return departures_.bytes_at(now);
     return queued_bytes_ + (now < busy_until_ ? in_service_bytes_ : 0);
   }
-  std::uint32_t queued_packets() const { return queued_packets_; }
+  // Packets waiting behind the one serializing.
+  std::uint32_t queued_packets(SimTime now) const {
+    if (!params_.scheduled) return queued_packets_;
+    const std::uint32_t n = departures_.count_at(now);
+    return n ? n - 1 : 0;
+  }
   // Peak occupancy since the last call.
   std::uint64_t take_window_max() {
-    std::uint64_t m = window_max_;
+    const std::uint64_t m = window_max_;
+    stats_.max_bytes = std::max(stats_.max_bytes, m);
     window_max_ = 0;
     return m;
   }
 
-  const LinkStats& stats() const { return stats_; }
+  LinkStats stats() const {
+    LinkStats s = stats_;
+    s.max_bytes = std::max(s.max_bytes, window_max_);
+    return s;
+  }
   const LinkParams& params() const { return params_; }
   void set_loss_rate(double p) { params_.loss_rate = p; }
   Node* from() const { return from_; }
@@ -83,16 +106,58 @@ class Link final : public EventHandler {
   std::uint16_t from_port() const { return from_port_; }
   std::uint16_t to_port() const { return to_port_; }
 
-  void on_event(SimTime now, std::uint64_t arg) override;
+  void on_event(SimTime now, std::uint64_t arg) override {
+    // Arrivals on a working link are nearly every event: straight through.
+    if ((arg >> kKindShift) == kArrive && ((arg >> 32) & kEpochMask) == epoch_ &&
+        state_ == LinkState::kUp) {
+      to_->receive(now, static_cast<PacketId>(arg), to_port_);
+      return;
+    }
+    on_other_event(now, arg);
+  }
 
  private:
   enum Kind : std::uint64_t { kWake = 0, kArrive = 1, kPause = 2, kResume = 3 };
   static constexpr unsigned kKindShift = 56;
+  static constexpr std::uint32_t kEpochMask = 0xffffff;  // bits 32-55 of an arrival
 
   bool should_mark(std::uint64_t occupancy);
+  // Tail drop and ECN for a packet meeting `occupancy`; false if dropped.
+  bool admit(Packet& pkt, PacketId p, std::uint64_t occupancy) {
+    const std::uint64_t after = occupancy + pkt.frame_bytes;
+    if (after > limit_bytes_) {
+      tail_drop(p);
+      return false;
+    }
+    if (occupancy >= mark_from_ && (pkt.ecn == Ecn::kEct0 || pkt.ecn == Ecn::kEct1) &&
+        should_mark(occupancy)) {
+      pkt.ecn = Ecn::kCe;
+      ++stats_.ecn_marks;
+    }
+    if (after > window_max_) window_max_ = after;
+    return true;
+  }
+  void tail_drop(PacketId p);
+  SimTime serialization(const Packet& pkt) const {
+    const std::uint64_t wire = std::uint64_t{pkt.frame_bytes} + kWireGap;
+    return ps_per_byte_ ? wire * ps_per_byte_ : serialization_time(wire, params_.rate_bps);
+  }
+  bool enqueue_pausable(SimTime now, PacketId p);
+  bool enqueue_scheduled(SimTime now, PacketId p);
+  // The packet is on the wire until busy_until_: lose it, or schedule its arrival.
+  void transmit(PacketId p) {
+    if (state_ != LinkState::kUp || params_.loss_rate > 0) {
+      if (lose(p)) return;
+    }
+    ctx_.events.schedule(busy_until_ + params_.delay, this,
+                         std::uint64_t{kArrive} << kKindShift | std::uint64_t{epoch_} << 32 | p);
+  }
+  // Black hole or random loss; true if the packet was dropped.
+  bool lose(PacketId p);
+  void arrive_other(SimTime now, std::uint64_t arg);
   void start(SimTime now, PacketId p);
   void wake_at(SimTime at);
-  void arrive(SimTime now, PacketId p);
+  void on_other_event(SimTime now, std::uint64_t arg);
   void set_paused(SimTime now, bool paused);
 
   SimContext& ctx_;
@@ -106,6 +171,8 @@ class Link final : public EventHandler {
   bool wake_pending_ = false;
   // Serialization time is bytes * ps_per_byte_ when the rate divides evenly.
   SimTime ps_per_byte_ = 0;
+  std::uint64_t limit_bytes_;  // tail drop above (none: the largest value)
+  std::uint64_t mark_from_;    // occupancy where ECN marking may begin (none: the largest)
 
   PacketId head_ = kNoPacket;
   PacketId tail_ = kNoPacket;
@@ -115,6 +182,8 @@ class Link final : public EventHandler {
   SimTime busy_until_ = 0;
   SimTime paused_since_ = 0;
   std::uint64_t window_max_ = 0;
+  Departures departures_;    // scheduled mode
+  std::uint32_t epoch_ = 0;  // scheduled mode: bumped when the link goes down
   Rng rng_;
   LinkStats stats_;
 };

@@ -47,7 +47,10 @@ LinkParams Network::host_link_params(bool uplink) const {
   LinkParams lp;
   lp.rate_bps = config_.topology.host_rate_bps;
   lp.delay = config_.topology.host_delay;
-  if (!uplink) lp.queue = config_.queue;  // a host NIC limits itself by packets
+  if (!uplink) {
+    lp.queue = config_.queue;  // a host NIC limits itself by packets
+    lp.scheduled = switch_queues_scheduled();
+  }
   if (config_.loss_scope != LossScope::kFabric) lp.loss_rate = config_.loss_rate;
   return lp;
 }
@@ -57,8 +60,14 @@ LinkParams Network::fabric_link_params() const {
   lp.rate_bps = config_.topology.fabric_rate_bps;
   lp.delay = config_.topology.fabric_delay;
   lp.queue = config_.queue;
+  lp.scheduled = switch_queues_scheduled();
   if (config_.loss_scope != LossScope::kHost) lp.loss_rate = config_.loss_rate;
   return lp;
+}
+
+bool Network::switch_queues_scheduled() const {
+  // Nothing pauses them and their switch needs no word of departures.
+  return !config_.switches.pfc.enabled && config_.switches.shared_buffer_bytes == 0;
 }
 
 Link* Network::add_link(const LinkParams& params, Node* from, std::uint16_t from_port, Node* to,

@@ -91,6 +91,7 @@ class Network {
                  std::uint16_t to_port, const LinkInfo& info);
   LinkParams host_link_params(bool uplink) const;
   LinkParams fabric_link_params() const;
+  bool switch_queues_scheduled() const;
   std::vector<RouteTable> compute_routes(std::uint32_t plane) const;
 
   SimContext& ctx_;

@@ -28,6 +28,7 @@ inline constexpr std::uint32_t kWireGap = 8 + 12;
 // What the network looks at, kept small so that the packets in flight stay in cache;
 // the header bytes live apart (PacketPool::header) and only hosts touch them.
 struct Packet {
+  std::uint64_t flow_hash = 0;  // of the 5-tuple, for ECMP (ecmp.h)
   std::uint32_t src_ip = 0;
   std::uint32_t dst_ip = 0;
   std::uint16_t src_port = 0;

@@ -308,8 +308,7 @@ RunResult Simulation::run(const RunOptions& options) {
   sampler_->start();
   std::uint64_t n = 0;
   while (!(until_done && traffic_->done())) {
-    if (q.empty() || (scenario_.stop != kSimNever && q.next_time() > scenario_.stop)) break;
-    q.run_one();
+    if (!q.run_one_until(scenario_.stop)) break;
     if (options.progress && (++n & 0x3ffff) == 0) {
       const auto now = Clock::now();
       if (now - last_print >= std::chrono::seconds(1)) {

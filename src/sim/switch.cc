@@ -15,7 +15,8 @@ Switch::Switch(SimContext& ctx, std::uint32_t id, std::uint8_t plane, std::uint8
       tier_(tier),
       config_(config),
       hosts_(hosts),
-      hash_seed_(hash_seed) {}
+      hash_seed_(hash_seed),
+      accounting_(config.pfc.enabled || config.shared_buffer_bytes != 0) {}
 
 std::uint16_t Switch::add_port(Link* out, Link* in) {
   out_.push_back(out);
@@ -51,6 +52,10 @@ void Switch::receive(SimTime now, PacketId id, std::uint16_t port) {
     ctx_.drop(id, decode_ip(p.dst_ip) ? DropCause::kNoRoute : DropCause::kBadAddress);
     return;
   }
+  if (!accounting_) {
+    out_[out]->enqueue(now, id);
+    return;
+  }
   const std::uint32_t bytes = p.frame_bytes;
   if (config_.shared_buffer_bytes != 0 && used_bytes_ + bytes > config_.shared_buffer_bytes) {
     ctx_.drop(id, DropCause::kSharedBuffer);
@@ -75,6 +80,7 @@ void Switch::receive(SimTime now, PacketId id, std::uint16_t port) {
 }
 
 void Switch::on_dequeue(SimTime now, const Packet& p, std::uint16_t) {
+  if (!accounting_) return;
   used_bytes_ -= p.frame_bytes;
   ingress_bytes_[p.ingress] -= p.frame_bytes;
   if (pausing_[p.ingress] && ingress_bytes_[p.ingress] <= config_.pfc.xon_bytes) {

@@ -1,7 +1,9 @@
 // An output-queued switch: each packet is routed to one output port (ECMP over the
 // group toward the destination's leaf), admitted against the shared buffer, and
 // queued there. With PFC on, bytes are also charged to the input port they came in
-// on; crossing XOFF pauses the upstream sender, falling to XON resumes it.
+// on; crossing XOFF pauses the upstream sender, falling to XON resumes it. Without PFC
+// or a shared buffer limit there is nothing to account: packets go straight to the
+// output queue, whose departures then need no word back (Link, scheduled mode).
 #pragma once
 
 #include <cstdint>
@@ -76,7 +78,10 @@ class Switch final : public Node {
   Link* in_link(std::uint16_t port) const { return in_[port]; }
   const RouteTable& routes() const { return routes_; }
   const SwitchStats& stats() const { return stats_; }
+  // Bytes held, when the switch accounts for them (PFC or a shared buffer limit).
   std::uint64_t buffer_bytes() const { return used_bytes_; }
+  // Whether its output queues must report departures (else they can be scheduled).
+  bool needs_dequeue() const { return accounting_; }
 
  private:
   SimContext& ctx_;
@@ -86,6 +91,7 @@ class Switch final : public Node {
   SwitchConfig config_;
   const HostMap& hosts_;
   std::uint64_t hash_seed_;
+  bool accounting_;  // PFC or a shared buffer: charge and release bytes per packet
   std::uint32_t leaf_ = kNotLeaf;
   std::vector<std::uint16_t> host_ports_;
   RouteTable routes_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/addressing.h"
+#include "sim/ecmp.h"
 
 namespace mroce::sim {
 namespace {
@@ -19,6 +20,7 @@ std::vector<std::uint32_t> trace(Network& net, std::uint32_t src, std::uint32_t 
   p.dst_ip = host_ip(dst, plane);
   p.src_port = sport;
   p.dst_port = 4793;
+  p.flow_hash = flow_hash(p);
   std::vector<std::uint32_t> hops;
   Node* at = net.host(src).nic(plane)->to();
   while (auto* sw = dynamic_cast<Switch*>(at)) {

@@ -1,0 +1,59 @@
+// What the objects of one device share, and keep alive between them: the options, the
+// datapath (and through it the engine), the routes from streams to completion queues,
+// and the event log. The core is the engine's sink: completions go to the queue pair's
+// send or receive completion queue.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mroce/mroce.h"
+#include "net/completion_ring.h"
+#include "net/datapath.h"
+
+namespace mroce::net {
+
+class DeviceCore final : public Sink {
+ public:
+  static std::shared_ptr<DeviceCore> open(const DeviceOptions& options, std::string* error);
+  ~DeviceCore() override;
+
+  void on_completion(const Completion& c) override;
+  void on_event(const Event& e) override;
+
+  Datapath& datapath() { return *datapath_; }
+  const Datapath& datapath() const { return *datapath_; }
+  const DeviceOptions& options() const { return options_; }
+  const std::vector<Address>& planes() const { return planes_; }
+
+  // Only inside datapath().call(): the engine lock guards the routes.
+  void set_route(StreamId stream, std::shared_ptr<CompletionRing> send,
+                 std::shared_ptr<CompletionRing> recv);
+  void clear_route(StreamId stream);
+
+  std::vector<Event> take_events();
+  void set_error(std::string line);
+  std::string last_error() const;
+
+ private:
+  struct Route {
+    std::shared_ptr<CompletionRing> send;
+    std::shared_ptr<CompletionRing> recv;
+  };
+
+  DeviceOptions options_;
+  std::vector<Address> planes_;
+  std::unordered_map<StreamId, Route> routes_;
+  std::mutex events_mutex_;
+  std::deque<Event> events_;
+  mutable std::mutex error_mutex_;
+  std::string last_error_;
+  // Declared last, destroyed first: the progress thread stops before the routes go.
+  std::unique_ptr<Datapath> datapath_;
+};
+
+}  // namespace mroce::net

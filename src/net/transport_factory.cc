@@ -1,0 +1,135 @@
+#include "net/transport_factory.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/engine.h"
+
+#ifdef MROCE_HAVE_BASELINE
+#include "baseline/roce_engine.h"
+#endif
+
+namespace mroce::net {
+
+namespace {
+
+// MROCE_ENGINE="key=value,...": expert overrides of engine settings, for experiments.
+bool apply_engine_overrides(EngineConfig* c, std::string* error) {
+  const char* text = std::getenv("MROCE_ENGINE");
+  if (!text) return true;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto eq = item.find('=');
+    char* end = nullptr;
+    const unsigned long long v =
+        eq == std::string::npos ? 0 : std::strtoull(item.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || !end || *end != '\0' || end == item.c_str() + eq + 1) {
+      *error = "MROCE_ENGINE: '" + item + "' is not key=number";
+      return false;
+    }
+    const std::string key = item.substr(0, eq);
+    if (key == "min_rto_us")
+      c->min_rto = v * kMicrosecond;
+    else if (key == "max_rto_us")
+      c->max_rto = v * kMicrosecond;
+    else if (key == "initial_rtt_us")
+      c->initial_rtt = v * kMicrosecond;
+    else if (key == "ack_every")
+      c->ack_every = std::uint32_t(v);
+    else if (key == "ack_delay_us")
+      c->ack_delay = v * kMicrosecond;
+    else if (key == "fail_after_timeouts")
+      c->fail_after_timeouts = std::uint32_t(v);
+    else if (key == "probe_interval_us")
+      c->probe_interval = v * kMicrosecond;
+    else if (key == "initial_window_kb")
+      c->initial_window_bytes = std::uint32_t(v * 1024);
+    else if (key == "path_window_packets")
+      c->path_window_packets = std::uint32_t(v);
+    else if (key == "pacing_burst_kb")
+      c->pacing_burst_bytes = std::uint32_t(v * 1024);
+    else {
+      *error = "MROCE_ENGINE: unknown key '" + key + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+EngineConfig engine_config(const DeviceOptions& options, const TransportSetup& setup) {
+  EngineConfig c;
+  c.planes = setup.planes;
+  c.listen_port = setup.listen_port;
+  c.src_port_base = setup.pool_base;
+  c.src_port_count = setup.pool_count;
+  c.paths = options.paths;
+  c.mss = options.mtu;
+  c.line_rate_bps = options.line_rate_bps;
+  c.rx_capacity_bps = options.rx_capacity_bps;
+  c.seed = setup.seed;
+  // Threads of a busy host are descheduled for milliseconds, which RTT samples do not
+  // foresee: a 1 ms floor fires spurious timeouts (and re-entropies) there. Tail losses
+  // are caught by the probe timeout, which does not depend on this floor.
+  c.min_rto = 5 * kMillisecond;
+  return c;
+}
+
+std::unique_ptr<Transport> make_transport(const DeviceOptions& options, const TransportSetup& setup,
+                                          std::string* error) {
+  if (options.transport == TransportKind::kMetaRoce) {
+    EngineConfig c = engine_config(options, setup);
+    if (!apply_engine_overrides(&c, error)) return nullptr;
+    return std::make_unique<Engine>(c);
+  }
+#ifdef MROCE_HAVE_BASELINE
+  baseline::RoceConfig c;
+  c.planes = setup.planes;
+  c.listen_port = setup.listen_port;
+  c.src_port_base = setup.pool_base;
+  c.src_port_count = setup.pool_count;
+  c.mtu = options.mtu;
+  c.line_rate_bps = options.line_rate_bps;
+  c.seed = setup.seed;
+  // A software host is descheduled for milliseconds at a time, which a NIC never is: a
+  // 1 ms local ACK timeout would exhaust the retry count on a busy machine.
+  c.ack_timeout = 8 * kMillisecond;
+  try {
+    return std::make_unique<baseline::RoceEngine>(c);
+  } catch (const std::exception& e) {
+    *error = std::string("RoCEv2 baseline: ") + e.what();
+    return nullptr;
+  }
+#else
+  *error = "this build has no RoCEv2 baseline transport";
+  return nullptr;
+#endif
+}
+
+bool baseline_available() {
+#ifdef MROCE_HAVE_BASELINE
+  return true;
+#else
+  return false;
+#endif
+}
+
+Errc prepare_stream(TransportKind kind, Transport& transport, StreamId stream,
+                    std::int16_t plane_hint) {
+#ifdef MROCE_HAVE_BASELINE
+  // A RoCEv2 QP lives on one port and names its peer by one address, the endpoint given
+  // to connect(): plane 0, unless the application chose a plane itself.
+  if (kind == TransportKind::kRoceV2 && plane_hint < 0) {
+    return static_cast<baseline::RoceEngine&>(transport).bind_plane(stream, 0);
+  }
+#endif
+  (void)kind;
+  (void)transport;
+  (void)stream;
+  (void)plane_hint;
+  return Errc::kOk;
+}
+
+}  // namespace mroce::net

@@ -1,0 +1,171 @@
+// Bad arguments get one clear line and no crash: device options, environment variables
+// and misuse of the objects.
+#include <cstdlib>
+
+#include "net_fixture.h"
+
+namespace mroce::testing {
+namespace {
+
+// Device::open refuses `o` with one line that mentions `needle`.
+void expect_refused(const DeviceOptions& o, const std::string& needle) {
+  std::string error;
+  auto d = Device::open(o, &error);
+  EXPECT_EQ(d, nullptr);
+  EXPECT_NE(error.find(needle), std::string::npos) << "error: '" << error << "'";
+  EXPECT_EQ(error.find('\n'), std::string::npos) << "more than one line: " << error;
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(Arguments, BadDeviceOptionsAreRefusedWithOneLine) {
+  DeviceOptions o = loopback_options();
+  o.addresses = {"not-an-address"};
+  expect_refused(o, "not-an-address");
+  o.addresses = {"0.0.0.0"};
+  expect_refused(o, "unspecified");
+  o.addresses = {"127.0.0.1", "127.0.0.1"};
+  expect_refused(o, "twice");
+  o.addresses = {"192.0.2.77"};  // TEST-NET-1: not an address of this host
+  expect_refused(o, "192.0.2.77");
+  o = loopback_options();
+  o.paths = 0;
+  expect_refused(o, "paths");
+  o = loopback_options();
+  o.mtu = 100;
+  expect_refused(o, "mtu");
+  o = loopback_options();
+  o.src_port_count = 0;
+  expect_refused(o, "src_port_count");
+  o = loopback_options();
+  o.src_port_base = 65500;
+  o.src_port_count = 64;
+  expect_refused(o, "65535");
+  o = loopback_options();
+  o.line_rate_bps = 10;
+  expect_refused(o, "line_rate");
+  o = loopback_options();
+  o.addresses = std::vector<std::string>(9, "127.0.0.1");
+  expect_refused(o, "planes");
+}
+
+TEST(Arguments, APortInUseIsNamed) {
+  auto first = open_device(loopback_options());
+  ASSERT_TRUE(first);
+  DeviceOptions o = loopback_options();
+  o.port = first->endpoint().port;
+  expect_refused(o, "port " + std::to_string(o.port));
+  o = loopback_options();
+  o.src_port_base = first->options().src_port_base;
+  expect_refused(o, "bind");
+}
+
+TEST(Arguments, EnvironmentOverridesAndRejects) {
+  DeviceOptions o;
+  std::string error;
+  setenv("MROCE_PATHS", "8", 1);
+  setenv("MROCE_ADDRS", "127.0.0.1,127.0.0.2", 1);
+  setenv("MROCE_TRANSPORT", "roce", 1);
+  setenv("MROCE_PROGRESS", "manual", 1);
+  setenv("MROCE_RATE_MBIT", "2500", 1);
+  ASSERT_TRUE(apply_environment(&o, &error)) << error;
+  EXPECT_EQ(o.paths, 8);
+  EXPECT_EQ(o.addresses.size(), 2u);
+  EXPECT_EQ(o.transport, TransportKind::kRoceV2);
+  EXPECT_EQ(o.progress, Progress::kManual);
+  EXPECT_EQ(o.line_rate_bps, 2'500'000'000u);
+  for (const char* name : {"MROCE_ADDRS", "MROCE_TRANSPORT", "MROCE_PROGRESS", "MROCE_RATE_MBIT"}) {
+    unsetenv(name);
+  }
+  setenv("MROCE_PATHS", "300", 1);
+  const DeviceOptions before = o;
+  EXPECT_FALSE(apply_environment(&o, &error));
+  EXPECT_NE(error.find("MROCE_PATHS"), std::string::npos) << error;
+  EXPECT_EQ(o.paths, before.paths) << "options changed although refused";
+  setenv("MROCE_PATHS", "8x", 1);
+  EXPECT_FALSE(apply_environment(&o, &error));
+  unsetenv("MROCE_PATHS");
+  setenv("MROCE_TRANSPORT", "tcp", 1);
+  EXPECT_FALSE(apply_environment(&o, &error));
+  EXPECT_NE(error.find("mroce or roce"), std::string::npos) << error;
+  unsetenv("MROCE_TRANSPORT");
+  setenv("MROCE_ENGINE", "min_rto_us=oops", 1);
+  expect_refused(loopback_options(), "MROCE_ENGINE");
+  unsetenv("MROCE_ENGINE");
+}
+
+TEST(Arguments, MisusedObjectsSayWhyAndNothingBreaks) {
+  Side a = make_side(loopback_options());
+  Side b = make_side(loopback_options());
+  ASSERT_TRUE(a.dev && b.dev);
+  EXPECT_EQ(a.dev->reg_mr(nullptr, 100, access::kAll), nullptr);
+  EXPECT_NE(a.dev->last_error().find("reg_mr"), std::string::npos);
+  std::vector<std::uint8_t> buf(4096);
+  EXPECT_EQ(a.dev->reg_mr(buf.data(), buf.size(), 0x100), nullptr);
+  EXPECT_EQ(a.dev->create_cq(0), nullptr);
+  EXPECT_NE(a.dev->last_error().find("create_cq"), std::string::npos);
+
+  QpOptions foreign;
+  foreign.send_cq = foreign.recv_cq = b.cq.get();  // another device's queue
+  EXPECT_EQ(a.dev->create_qp(foreign), nullptr);
+  EXPECT_NE(a.dev->last_error().find("this device"), std::string::npos) << a.dev->last_error();
+  QpOptions none;
+  EXPECT_EQ(a.dev->create_qp(none), nullptr);
+  QpOptions deep;
+  deep.send_cq = deep.recv_cq = a.cq.get();
+  deep.stream.sq_depth = 0;
+  EXPECT_EQ(a.dev->create_qp(deep), nullptr);
+  EXPECT_NE(a.dev->last_error().find("create_qp"), std::string::npos);
+
+  connect_qps(a, b);
+  EXPECT_EQ(a.qp().set_rnr_policy(3, 50 * kMicrosecond), Errc::kOk);
+  Region r(*a.dev, 4096, 1);
+  SendWr wr = make_send(WrOpcode::kRdmaWrite, r.sge(0, 64), 1);
+  wr.sg[0].lkey ^= 0x4000;  // no such region
+  EXPECT_EQ(a.qp().post_send(wr), Errc::kInvalidArgument);
+  wr = make_send(WrOpcode::kRdmaWrite, r.sge(4000, 200), 1);  // past the region's end
+  EXPECT_EQ(a.qp().post_send(wr), Errc::kInvalidArgument);
+  wr = make_send(WrOpcode::kAtomicFetchAdd, r.sge(0, 4), 1);  // atomics take 8 bytes
+  EXPECT_EQ(a.qp().post_send(wr), Errc::kInvalidArgument);
+  wr.opcode = static_cast<WrOpcode>(42);
+  EXPECT_EQ(a.qp().post_send(wr), Errc::kInvalidArgument);
+  EXPECT_EQ(a.qp().connect(b.dev->endpoint(), b.qp().qp_num()), Errc::kInvalidState)
+      << "connecting twice";
+  QpOptions qo;
+  qo.send_cq = qo.recv_cq = a.cq.get();
+  auto fresh = a.dev->create_qp(qo);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->connect(Endpoint{b.dev->endpoint().addr, 0}, 1), Errc::kInvalidArgument);
+  EXPECT_EQ(fresh->connect(b.dev->endpoint(), 0), Errc::kInvalidArgument);
+
+  // The queue pair still works after all that.
+  Region dst(*b.dev, 4096, 2);
+  wr = make_send(WrOpcode::kRdmaWrite, r.sge(0, 4096), 9);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr->rkey();
+  ASSERT_EQ(a.qp().post_send(wr), Errc::kOk);
+  const auto done = wait_for(*a.cq, 1, std::chrono::seconds(5));
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(r.bytes, dst.bytes);
+}
+
+TEST(Arguments, ARemoteAccessErrorCompletesWithAnErrorNotACrash) {
+  Side a = make_side(loopback_options());
+  Side b = make_side(loopback_options());
+  ASSERT_TRUE(a.dev && b.dev);
+  connect_qps(a, b);
+  Region src(*a.dev, 4096, 1);
+  Region dst(*b.dev, 4096, 2, access::kLocalWrite | access::kRemoteRead);
+  SendWr wr = make_send(WrOpcode::kRdmaWrite, src.sge(0, 4096), 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr->rkey();
+  ASSERT_EQ(a.qp().post_send(wr), Errc::kOk);
+  const auto done = wait_for(*a.cq, 1, std::chrono::seconds(5));
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(a.qp().state(), StreamState::kError);
+  EXPECT_GT(b.dev->counters().drop(DropReason::kAccessDenied), 0u);
+}
+
+}  // namespace
+}  // namespace mroce::testing

@@ -1,0 +1,125 @@
+// The Verbs layer's own pieces without the ABI: QPN addressing and its settings.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "verbs/qpn.h"
+#include "verbs/settings.h"
+
+namespace mroce::verbs {
+namespace {
+
+TEST(Qpn, RoundTripsSlotAndStream) {
+  for (int slot : {0, 1, 17, kMaxSlots - 1}) {
+    for (StreamId stream : {1u, 2u, 300u, kMaxStream}) {
+      const std::uint32_t qpn = encode_qpn(slot, stream);
+      EXPECT_LE(qpn, 0xffffffu);
+      EXPECT_GT(qpn, 1u);
+      auto parts = decode_qpn(qpn);
+      ASSERT_TRUE(parts.has_value());
+      EXPECT_EQ(parts->slot, slot);
+      EXPECT_EQ(parts->stream, stream);
+    }
+  }
+}
+
+TEST(Qpn, RejectsNumbersNoContextHands) {
+  EXPECT_FALSE(decode_qpn(0).has_value());
+  EXPECT_FALSE(decode_qpn(1).has_value());          // slot byte 0
+  EXPECT_FALSE(decode_qpn(0x010000).has_value());   // stream 0
+  EXPECT_FALSE(decode_qpn(0x1000001).has_value());  // beyond 24 bits
+}
+
+TEST(Qpn, SlotPortStaysInRange) {
+  EXPECT_EQ(slot_port(4793, 0), 4793);
+  EXPECT_EQ(slot_port(4793, 3), 4796);
+  EXPECT_EQ(slot_port(65535, 1), 0);
+}
+
+using Vars = std::map<std::string, std::string>;
+
+class Env {
+ public:
+  explicit Env(Vars vars) : vars_(std::move(vars)) {}
+  EnvLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars_.find(name);
+      return it == vars_.end() ? nullptr : it->second.c_str();
+    };
+  }
+
+ private:
+  Vars vars_;
+};
+
+TEST(Settings, DefaultsWithoutVariables) {
+  Settings s;
+  std::string error;
+  ASSERT_TRUE(parse_verbs_settings(Env(Vars{}).lookup(), &s, &error)) << error;
+  EXPECT_TRUE(s.devices.empty());
+  EXPECT_EQ(s.base_port, 4793);
+  EXPECT_FALSE(s.peer.has_value());
+  EXPECT_EQ(s.max_inline, 4096u);
+  EXPECT_TRUE(s.poll_yield);
+}
+
+TEST(Settings, DevicesAndPlanes) {
+  Settings s;
+  std::string error;
+  Env env(Vars{{"MROCE_DEVICES", "10.0.0.1, 10.1.0.1;10.2.0.1"},
+               {"MROCE_PEER", "10.9.0.2"},
+               {"MROCE_PORT", "5000"},
+               {"MROCE_MAX_INLINE", "256"},
+               {"MROCE_POLL_YIELD", "0"},
+               {"MROCE_DEBUG", "1"}});
+  ASSERT_TRUE(parse_verbs_settings(env.lookup(), &s, &error)) << error;
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0], (std::vector<std::string>{"10.0.0.1", "10.1.0.1"}));
+  EXPECT_EQ(s.devices[1], (std::vector<std::string>{"10.2.0.1"}));
+  ASSERT_TRUE(s.peer.has_value());
+  EXPECT_EQ(s.peer->to_string(), "10.9.0.2");
+  EXPECT_EQ(s.base_port, 5000);
+  EXPECT_EQ(s.max_inline, 256u);
+  EXPECT_FALSE(s.poll_yield);
+  EXPECT_TRUE(s.debug);
+}
+
+TEST(Settings, AddrsIsOneDeviceFromTheStackOptions) {
+  Settings s;
+  s.device.addresses = {"10.0.0.1", "10.1.0.1"};  // what apply_environment parsed
+  std::string error;
+  ASSERT_TRUE(
+      parse_verbs_settings(Env(Vars{{"MROCE_ADDRS", "10.0.0.1,10.1.0.1"}}).lookup(), &s, &error));
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].size(), 2u);
+}
+
+TEST(Settings, BadValuesNameTheVariable) {
+  const Vars cases[] = {
+      {{"MROCE_DEVICES", "10.0.0.1;not-an-address"}},
+      {{"MROCE_PEER", "nowhere"}},
+      {{"MROCE_PORT", "0"}},
+      {{"MROCE_PORT", "70000"}},
+      {{"MROCE_MAX_INLINE", "5000"}},
+      {{"MROCE_POLL_YIELD", "yes"}},
+      {{"MROCE_ADDRS", "10.0.0.1"}, {"MROCE_DEVICES", "10.0.0.2"}},
+  };
+  for (const auto& vars : cases) {
+    Settings s;
+    std::string error;
+    EXPECT_FALSE(parse_verbs_settings(Env(vars).lookup(), &s, &error)) << vars.begin()->first;
+    EXPECT_NE(error.find("MROCE_"), std::string::npos) << error;
+  }
+}
+
+TEST(Settings, ManualProgressIsRefused) {
+  Settings s;
+  s.device.progress = Progress::kManual;
+  std::string error;
+  EXPECT_FALSE(parse_verbs_settings(Env(Vars{}).lookup(), &s, &error));
+  EXPECT_NE(error.find("MROCE_PROGRESS"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mroce::verbs

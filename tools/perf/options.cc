@@ -1,0 +1,235 @@
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+
+namespace mroce::perf {
+
+namespace {
+
+constexpr std::uint64_t kMaxBuffer = 1ull << 30;
+constexpr std::uint32_t kMaxSweepExponent = 23;  // -a: 2 B .. 8 MiB, as perftest
+
+const char* kHelpFooter = R"(
+Roles:
+  mroce-perf server [options]            waits for clients (forever unless --once)
+  mroce-perf client HOST [options]       runs the test against the server at HOST
+
+Tests (client): --test write|send|read, bandwidth unless --lat. Bandwidth keeps --depth
+requests outstanding per queue pair; latency is a ping-pong of one message (WRITE: the
+peer polls its memory for messages of one packet, else waits for WRITE_WITH_IMM; SEND:
+receive completions; READ: the READ's own round trip). Reported latency is half the
+round trip, as perftest reports it.
+
+Planes: give --addr once per local interface (plane). HOST is the server's address on
+plane 0; the server's other planes are learnt in the connection handshake.
+
+Progress: thread (the default) runs the library's progress thread and the test loops
+sleep on completion events when they have nothing to do; busy keeps that thread
+spinning; manual lets the test loop itself drive the stack (lowest latency, one core).
+
+The server takes the test, sizes, MTU, path count and transport from the client.
+Exit status: 0 success, 1 failure (including --check mismatches), 2 bad arguments.)";
+
+void add_device_options(CLI::App* app, Options* o, std::vector<std::string>* addrs,
+                        std::string* transport, std::string* progress, std::uint64_t* rate,
+                        std::uint64_t* rx_rate) {
+  app->add_option("--addr", *addrs,
+                  "local address, once per plane (client default 127.0.0.1; server default: "
+                  "the address the client reached it at)");
+  app->add_option("--port", o->device.port,
+                  "UDP port the device listens on (0: any; server default 4793, client any)");
+  app->add_option("--src-ports", o->device.src_port_count, "source ports for path entropy")
+      ->check(CLI::Range(1, 4096));
+  app->add_option("--src-port-base", o->device.src_port_base, "first source port (0: any free)");
+  app->add_option("--progress", *progress, "thread (default), busy or manual")
+      ->check(CLI::IsMember({"manual", "thread", "busy"}));
+  app->add_option("--rate", *rate, "line rate in Mbit/s (pacing ceiling)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{10'000'000}));
+  app->add_option("--rx-rate", *rx_rate, "inbound capacity shared among senders, Mbit/s")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{10'000'000}));
+  app->add_option("--rx-ecn-threshold", o->device.rx_ecn_threshold,
+                  "mark CE when this many bytes wait in a receive queue (0: off)");
+  app->add_flag("--no-gso{false}", o->device.gso, "send every datagram on its own");
+  app->add_flag("--no-gro{false}", o->device.gro, "no receive coalescing");
+  app->add_option("--tcp-port", o->tcp_port, "side channel TCP port")->check(CLI::Range(1, 65535));
+  app->add_option("--transport", *transport, "mroce or roce (client; the server follows)")
+      ->check(CLI::IsMember({"mroce", "roce"}));
+}
+
+}  // namespace
+
+const char* to_string(Test t) {
+  switch (t) {
+    case Test::kWrite:
+      return "write";
+    case Test::kSend:
+      return "send";
+    case Test::kRead:
+      return "read";
+  }
+  return "?";
+}
+
+std::uint64_t TestSpec::max_size() const {
+  return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+}
+
+std::uint64_t TestSpec::buffer_bytes() const {
+  return std::uint64_t{qps} * (latency ? 1 : depth) * std::max<std::uint64_t>(max_size(), 8);
+}
+
+nlohmann::json TestSpec::to_json() const {
+  return {{"test", to_string(test)},
+          {"latency", latency},
+          {"sizes", sizes},
+          {"iterations", iterations},
+          {"duration", duration},
+          {"depth", depth},
+          {"qps", qps},
+          {"mtu", mtu},
+          {"paths", paths},
+          {"transport", transport == TransportKind::kRoceV2 ? "roce" : "mroce"},
+          {"check", check},
+          {"seed", seed}};
+}
+
+bool TestSpec::from_json(const nlohmann::json& j, TestSpec* out, std::string* error) {
+  try {
+    TestSpec s;
+    const std::string test = j.at("test");
+    if (test == "write")
+      s.test = Test::kWrite;
+    else if (test == "send")
+      s.test = Test::kSend;
+    else if (test == "read")
+      s.test = Test::kRead;
+    else
+      throw std::runtime_error("unknown test '" + test + "'");
+    s.latency = j.at("latency");
+    s.sizes = j.at("sizes").get<std::vector<std::uint32_t>>();
+    s.iterations = j.at("iterations");
+    s.duration = j.at("duration");
+    s.depth = j.at("depth");
+    s.qps = j.at("qps");
+    s.mtu = j.at("mtu");
+    s.paths = j.at("paths");
+    s.transport = j.at("transport") == "roce" ? TransportKind::kRoceV2 : TransportKind::kMetaRoce;
+    s.check = j.at("check");
+    s.seed = j.at("seed");
+    if (s.sizes.empty() || s.qps == 0 || s.depth == 0 || s.buffer_bytes() > kMaxBuffer) {
+      throw std::runtime_error("sizes, depth or queue pairs out of range");
+    }
+    *out = std::move(s);
+    return true;
+  } catch (const std::exception& e) {
+    *error = std::string("bad test description from client: ") + e.what();
+    return false;
+  }
+}
+
+bool parse_options(int argc, char** argv, Options* o, int* exit_code) {
+  CLI::App app{"mroce-perf: RDMA bandwidth and latency over OpenMetaRoCE, perftest style."};
+  app.footer(kHelpFooter);
+  app.require_subcommand(1, 1);
+  std::vector<std::string> addrs;
+  std::string transport = "mroce", progress = "thread", test = "write";
+  std::uint64_t rate = 0, rx_rate = 0;
+  std::uint32_t size = 65536;
+  bool sweep = false;
+
+  CLI::App* server = app.add_subcommand("server", "wait for clients");
+  add_device_options(server, o, &addrs, &transport, &progress, &rate, &rx_rate);
+  server->add_flag("--once", o->once, "serve one client, then exit");
+
+  CLI::App* client = app.add_subcommand("client", "run a test against a server");
+  client->add_option("host", o->host, "the server's address (plane 0)")->required();
+  add_device_options(client, o, &addrs, &transport, &progress, &rate, &rx_rate);
+  client->add_option("--test,-t", test, "write, send or read")
+      ->check(CLI::IsMember({"write", "send", "read"}));
+  client->add_flag("--lat", o->spec.latency, "latency (ping-pong) instead of bandwidth");
+  client->add_option("--size,-s", size, "message size in bytes")->check(CLI::Range(1u, 1u << 26));
+  client->add_flag("--all,-a", sweep, "sweep sizes 2 B .. 8 MiB");
+  client->add_option("--iters,-n", o->spec.iterations, "messages per size")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  client->add_option("--duration,-D", o->spec.duration, "seconds per size (instead of --iters)")
+      ->check(CLI::Range(0.01, 86400.0));
+  client->add_option("--depth,-q", o->spec.depth, "requests outstanding per queue pair")
+      ->check(CLI::Range(1u, 8192u));
+  client->add_option("--qps", o->spec.qps, "queue pairs (streams of one connection)")
+      ->check(CLI::Range(1u, 64u));
+  client->add_option("--mtu", o->spec.mtu, "payload bytes per packet")
+      ->check(CLI::Range(256u, 16384u));
+  client->add_option("--paths", o->spec.paths, "paths per connection")->check(CLI::Range(1, 256));
+  client->add_flag("--check", o->spec.check, "verify every byte that arrives");
+  client->add_option("--seed", o->spec.seed, "pattern seed for --check");
+  client->add_option("--interval", o->interval, "print goodput every this many seconds")
+      ->check(CLI::Range(0.001, 3600.0));
+  client->add_option("--json", o->json_path, "also write the results as JSON to FILE");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    *exit_code = app.exit(e);
+    return false;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      *exit_code = app.exit(e);
+      return false;
+    }
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "mroce-perf: %s (see --help)\n", what.c_str());
+    *exit_code = 2;
+    return false;
+  }
+
+  o->server = server->parsed();
+  // The client's port is found out by the server in band: any free one will do.
+  if (!o->server && client->count("--port") == 0) o->device.port = 0;
+  o->device.addresses = addrs;
+  o->device.progress = progress == "thread" ? Progress::kThread
+                       : progress == "busy" ? Progress::kBusyPoll
+                                            : Progress::kManual;
+  o->spec.transport = transport == "roce" ? TransportKind::kRoceV2 : TransportKind::kMetaRoce;
+  o->device.transport = o->spec.transport;
+  if (rate) o->device.line_rate_bps = rate * 1'000'000;
+  if (rx_rate) o->device.rx_capacity_bps = rx_rate * 1'000'000;
+  o->spec.test = test == "send" ? Test::kSend : test == "read" ? Test::kRead : Test::kWrite;
+  if (sweep) {
+    o->spec.sizes.clear();
+    for (std::uint32_t e = 1; e <= kMaxSweepExponent; ++e) o->spec.sizes.push_back(1u << e);
+  } else {
+    o->spec.sizes = {size};
+  }
+  if (o->spec.test == Test::kRead && o->spec.latency && o->spec.max_size() > (1u << 24)) {
+    std::fprintf(stderr, "mroce-perf: READ latency is limited to 16 MiB messages\n");
+    *exit_code = 2;
+    return false;
+  }
+  if (o->spec.buffer_bytes() > kMaxBuffer) {
+    std::fprintf(stderr, "mroce-perf: --size x --depth x --qps needs %llu MiB; at most 1024 MiB\n",
+                 static_cast<unsigned long long>(o->spec.buffer_bytes() >> 20));
+    *exit_code = 2;
+    return false;
+  }
+  o->device.mtu = static_cast<std::uint16_t>(o->spec.mtu);
+  o->device.paths = o->spec.paths;
+  if (o->spec.mtu % 4 != 0) {
+    std::fprintf(stderr, "mroce-perf: --mtu must be a multiple of 4\n");
+    *exit_code = 2;
+    return false;
+  }
+  for (const std::string& a : addrs) {
+    Address parsed;
+    if (!parse_address(a, &parsed)) {
+      std::fprintf(stderr, "mroce-perf: --addr '%s' is not an IPv4 or IPv6 address\n", a.c_str());
+      *exit_code = 2;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace mroce::perf
