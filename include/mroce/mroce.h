@@ -98,13 +98,6 @@ class QueuePair {
   virtual Errc set_rnr_policy(std::uint8_t retry, Time timer) = 0;
   virtual StreamState state() const = 0;
   virtual const QpOptions& options() const = 0;
-  // Receiver-not-ready policy for work posted from now on, as Verbs sets it when a QP
-  // moves to RTS (retry 7: forever). Until the engine offers it, kNotSupported.
-  virtual Errc set_rnr_retry(std::uint8_t retry, Time timer) {
-    (void)retry;
-    (void)timer;
-    return Errc::kNotSupported;
-  }
 };
 
 // What the transport did, for one connection and its paths.

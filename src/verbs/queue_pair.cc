@@ -106,7 +106,7 @@ void apply_rnr(Qp* q, int mask) {
   if (!(mask & (IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER))) return;
   const Time timer =
       q->min_rnr_timer_set ? rnr_timer_ns(q->attr.min_rnr_timer) : StreamConfig{}.rnr_timer;
-  const Errc e = q->pair->set_rnr_retry(q->attr.rnr_retry, timer);
+  const Errc e = q->pair->set_rnr_policy(q->attr.rnr_retry, timer);
   if (e != Errc::kOk && q->attr.rnr_retry != 7) {
     report("ibv_modify_qp: rnr_retry %u not applied (%s): RNR retries are unlimited",
            q->attr.rnr_retry, to_string(e));

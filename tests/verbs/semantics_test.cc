@@ -105,6 +105,27 @@ TEST_F(Semantics, SendWaitsForALateReceive) {
   EXPECT_EQ(tx[0].status, IBV_WC_SUCCESS);
 }
 
+TEST_F(Semantics, FiniteRnrRetryGivesUp) {
+  auto [qa, qb] = connected();
+  ASSERT_NE(qa, nullptr);
+  ibv_qp_attr a{};
+  a.rnr_retry = 1;
+  ASSERT_EQ(ibv_modify_qp(qa, &a, IBV_QP_RNR_RETRY), 0);
+  ibv_qp_attr got{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(qa, &got, IBV_QP_RNR_RETRY, &init), 0);
+  EXPECT_EQ(got.rnr_retry, 1);
+  ibv_send_wr wr{};
+  wr.wr_id = 23;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ASSERT_EQ(post_send(qa, wr, sge(a_, 0, 512)), 0);  // no receive is ever posted
+  auto tx = a_.wait(1);
+  ASSERT_EQ(tx.size(), 1u);
+  EXPECT_EQ(tx[0].wr_id, 23u);
+  EXPECT_EQ(tx[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
+}
+
 TEST_F(Semantics, CompletionChannelWakesOnCompletion) {
   auto [qa, qb] = connected();
   ASSERT_NE(qa, nullptr);
