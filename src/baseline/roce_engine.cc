@@ -53,8 +53,10 @@ Errc RoceEngine::dereg_mr(std::uint32_t lkey) {
 }
 
 Errc RoceEngine::create_stream(const StreamConfig& config, StreamId* out) {
+  const std::size_t planes = std::max<std::size_t>(1, config_.planes.size());
   if (config.sq_depth == 0 || config.sq_depth > kMaxQueueDepth || config.rq_depth == 0 ||
-      config.rq_depth > kMaxQueueDepth || config.max_inline > kMaxInline)
+      config.rq_depth > kMaxQueueDepth || config.max_inline > kMaxInline || config.plane < -1 ||
+      config.plane >= std::int64_t(planes))
     return Errc::kInvalidArgument;
   std::uint32_t slot;
   if (!free_slots_.empty()) {
@@ -74,8 +76,9 @@ Errc RoceEngine::create_stream(const StreamConfig& config, StreamId* out) {
   // A recycled slot gets a new QPN, so late packets for the old QP find nothing.
   if (++generations_[slot] == 0) generations_[slot] = 1;
   const StreamId qpn = StreamId{generations_[slot]} << 16 | (slot + 1);
-  const std::size_t planes = std::max<std::size_t>(1, config_.planes.size());
-  const auto plane = std::uint8_t(next_plane_++ % planes);
+  // The plane hint binds the QP to that port; without one, QPs take ports round-robin.
+  const auto plane =
+      config.plane >= 0 ? std::uint8_t(config.plane) : std::uint8_t(next_plane_++ % planes);
   qps_[slot] = std::make_unique<QueuePair>(ctx_, qpn, config, plane);
   *out = qpn;
   return Errc::kOk;

@@ -58,7 +58,8 @@ class RoceEngine final : public Transport {
   void for_each_connection(const std::function<void(ConnId)>& fn) const override;
 
   const RoceConfig& config() const { return config_; }
-  // A QP lives on one plane (NIC port), assigned round-robin at creation; this moves a QP
+  // A QP lives on one plane (NIC port): StreamConfig::plane when it names one (a plane
+  // beyond config.planes is kInvalidArgument), else round-robin at creation; this moves a QP
   // that is not connected yet, so that its peer address can be the one on that plane.
   Errc bind_plane(StreamId stream, std::uint8_t plane);
   int stream_plane(StreamId stream) const;  // -1: no such stream

@@ -56,15 +56,17 @@ struct EngineConfig {
   Time initial_rtt = 100 * kMicrosecond;
   Time min_rto = 1 * kMillisecond;
   Time max_rto = 100 * kMillisecond;
-  std::uint32_t fail_after_timeouts = 3;  // consecutive timeouts with no ACK: path failed
+  std::uint32_t fail_after_timeouts = 3;   // consecutive timeouts with no ACK: path failed
   Time probe_interval = 1 * kMillisecond;  // first re-probe of a failed path; doubles
   Time max_probe_interval = 100 * kMillisecond;
   Time connect_timeout = 10 * kSecond;  // handshake, or every path dead, before giving up
-  Time connect_retry = 20 * kMillisecond;
+  // First set-up retry, doubling to 1 s. Set-up packets cross the same lossy fabric as data,
+  // so the retry is on the scale of min_rto, not of TCP's SYN timer.
+  Time connect_retry = 1 * kMillisecond;
   // Pacing lets a burst of this many bytes out at once (timer granularity of real hosts).
   std::uint32_t pacing_burst_bytes = 64 * 1024;
 
-  std::uint64_t seed = 1;  // tokens, initial sequence numbers, port choice
+  std::uint64_t seed = 1;         // tokens, initial sequence numbers, port choice
   std::int64_t initial_psn = -1;  // -1: random per connection (tests pin it to probe wrap-around)
 };
 

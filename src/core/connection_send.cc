@@ -14,13 +14,20 @@ namespace {
 
 wire::DataOp request_op(WrOpcode op) {
   switch (op) {
-    case WrOpcode::kRdmaWrite: return wire::DataOp::kWrite;
-    case WrOpcode::kRdmaWriteWithImm: return wire::DataOp::kWriteImm;
-    case WrOpcode::kSend: return wire::DataOp::kSend;
-    case WrOpcode::kSendWithImm: return wire::DataOp::kSendImm;
-    case WrOpcode::kRdmaRead: return wire::DataOp::kReadRequest;
-    case WrOpcode::kAtomicCmpSwp: return wire::DataOp::kCompareSwap;
-    case WrOpcode::kAtomicFetchAdd: return wire::DataOp::kFetchAdd;
+    case WrOpcode::kRdmaWrite:
+      return wire::DataOp::kWrite;
+    case WrOpcode::kRdmaWriteWithImm:
+      return wire::DataOp::kWriteImm;
+    case WrOpcode::kSend:
+      return wire::DataOp::kSend;
+    case WrOpcode::kSendWithImm:
+      return wire::DataOp::kSendImm;
+    case WrOpcode::kRdmaRead:
+      return wire::DataOp::kReadRequest;
+    case WrOpcode::kAtomicCmpSwp:
+      return wire::DataOp::kCompareSwap;
+    case WrOpcode::kAtomicFetchAdd:
+      return wire::DataOp::kFetchAdd;
   }
   return wire::DataOp::kNop;
 }
@@ -200,8 +207,8 @@ bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) 
 std::uint16_t Connection::fresh_port(const TxPath& p) {
   if (cfg_.src_port_count <= 1) return p.port;
   for (int attempt = 0; attempt < 16; ++attempt) {
-    const auto port = static_cast<std::uint16_t>(
-        cfg_.src_port_base + ctx_.random.below(cfg_.src_port_count));
+    const auto port =
+        static_cast<std::uint16_t>(cfg_.src_port_base + ctx_.random.below(cfg_.src_port_count));
     if (port == p.port) continue;
     const bool used =
         std::any_of(tx_.begin(), tx_.end(), [&](const TxPath& q) { return q.port == port; });
@@ -275,8 +282,10 @@ TxPath* Connection::pick_path(Time now) {
   for (int pass = 0; pass < 2; ++pass) {
     TxPath* marked = nullptr;
     bool eligible = false;
-    for (std::size_t k = 0; k < n; ++k) {
-      TxPath& p = tx_[(path_cursor_ + k) % n];
+    // Walks from the cursor, wrapping without a division per path.
+    std::size_t i = path_cursor_ % n;
+    for (std::size_t k = 0; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
+      TxPath& p = tx_[i];
       if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() ||
           p.inflight >= p.cwnd) {
         continue;
@@ -308,7 +317,8 @@ TxPath* Connection::pick_path(Time now) {
 
 bool Connection::segment_valid(const SegmentRef& seg) {
   switch (seg.kind) {
-    case SegmentKind::kNop: return true;
+    case SegmentKind::kNop:
+      return true;
     case SegmentKind::kRequest: {
       Stream* s = ctx_.stream(seg.stream);
       if (!s || s->conn != id_ || s->state != StreamState::kReady) return false;

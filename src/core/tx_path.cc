@@ -3,7 +3,7 @@
 namespace mroce {
 
 TxPath::TxPath(std::uint32_t window_packets, Time initial_rtt)
-    : rtt(initial_rtt), ring_(window_packets) {}
+    : window_(window_packets), rtt(initial_rtt), ring_(window_packets) {}
 
 void TxPath::reset_sequence(std::uint32_t isn) {
   snd_una = snd_nxt = isn;

@@ -11,19 +11,24 @@
 
 namespace mroce {
 
-struct TxEntry {
+// 32 aligned bytes, so that an entry never spans two cache lines: each packet sent
+// and each one acknowledged touches one, far from the cache by then.
+struct alignas(32) TxEntry {
   Time sent_at = 0;
-  std::uint32_t order = 0;  // path-wide transmission counter at the latest send
-  std::uint16_t bytes = 0;  // wire bytes counted in flight
-  bool in_flight = false;   // sent, not yet acknowledged nor declared lost
-  bool acked = false;
-  bool lost = false;        // declared lost, waiting to be sent again
-  bool sent = false;
-  bool retransmitted = false;  // the latest send of this PSN was not its first
   SegmentRef seg;
+  std::uint32_t order = 0;     // path-wide transmission counter at the latest send
+  std::uint16_t bytes = 0;     // wire bytes counted in flight
+  bool in_flight : 1 = false;  // sent, not yet acknowledged nor declared lost
+  bool acked : 1 = false;
+  bool lost : 1 = false;  // declared lost, waiting to be sent again
+  bool sent : 1 = false;
+  bool retransmitted : 1 = false;  // the latest send of this PSN was not its first
 };
+static_assert(sizeof(TxEntry) == 32);
 
-class TxPath {
+// Aligned, with what choosing a path reads for every path on every packet (identity,
+// sequence space, window, credit, avoidance) together in its first cache line.
+class alignas(64) TxPath {
  public:
   TxPath(std::uint32_t window_packets, Time initial_rtt);
 
@@ -31,45 +36,50 @@ class TxPath {
   std::uint8_t id = 0;
   std::uint8_t generation = 0;
   std::uint8_t plane = 0;
-  std::uint16_t port = 0;
   PathState state = PathState::kActive;
+  std::uint16_t port = 0;
+  std::uint32_t timeouts = 0;  // consecutive, reset by any progress
 
   // Sequence space [snd_una, snd_nxt) is in flight or awaiting retransmission.
   std::uint32_t snd_una = 0;
   std::uint32_t snd_nxt = 0;
+  std::uint32_t cwnd = 0;
+  std::uint32_t inflight = 0;
+  std::int64_t credit = 0;  // bytes this path may still send in the current round
+  Time avoid_until = 0;     // recently marked: prefer other paths
+
+ private:
+  std::uint32_t window_;  // the ring's size, a power of two
+
+ public:
   std::uint32_t next_order = 1;
   std::uint32_t largest_acked_order = 0;
   std::uint32_t lost_pending = 0;  // entries with lost set
 
-  std::uint32_t window() const { return static_cast<std::uint32_t>(ring_.size()); }
-  bool ring_full() const { return snd_nxt - snd_una >= window(); }
-  TxEntry& entry(std::uint32_t psn) { return ring_[psn & (ring_.size() - 1)]; }
-  const TxEntry& entry(std::uint32_t psn) const { return ring_[psn & (ring_.size() - 1)]; }
+  std::uint32_t window() const { return window_; }
+  bool ring_full() const { return snd_nxt - snd_una >= window_; }
+  TxEntry& entry(std::uint32_t psn) { return ring_[psn & (window_ - 1)]; }
+  const TxEntry& entry(std::uint32_t psn) const { return ring_[psn & (window_ - 1)]; }
   void reset_sequence(std::uint32_t isn);
 
-  // Congestion state (bytes).
-  std::uint32_t cwnd = 0;
+  // Congestion state (bytes); cwnd, inflight and credit are above.
   std::uint32_t ssthresh = ~0u;
-  std::uint32_t inflight = 0;
-  std::int64_t credit = 0;  // bytes this path may still send in the current round
-  double alpha = 0;  // DCTCP's estimate of the marked fraction
-  std::uint32_t window_end = 0;          // PSN that closes the current observation window
-  std::uint32_t window_acked = 0;        // packets acknowledged in that window
-  std::uint32_t window_marked = 0;       // CE marks reported in that window
-  Time last_cut = 0;                     // at most one reduction per RTT
-  Time avoid_until = 0;                  // recently marked: prefer other paths
-  std::uint32_t reported_rx = 0;         // last cumulative counters from ACKs
+  double alpha = 0;                 // DCTCP's estimate of the marked fraction
+  std::uint32_t window_end = 0;     // PSN that closes the current observation window
+  std::uint32_t window_acked = 0;   // packets acknowledged in that window
+  std::uint32_t window_marked = 0;  // CE marks reported in that window
+  Time last_cut = 0;                // at most one reduction per RTT
+  std::uint32_t reported_rx = 0;    // last cumulative counters from ACKs
   std::uint32_t reported_ce = 0;
   bool counters_valid = false;
-  double loss_rate = 0;                  // EWMA over packets, for failure detection
+  double loss_rate = 0;  // EWMA over packets, for failure detection
 
   RttEstimator rtt;
   Time last_progress = 0;  // last ACK that acknowledged something, or first send into an idle path
   Time last_send = 0;
   bool tail_probe = false;   // a tail probe is due
   bool tail_probed = false;  // one was sent since the last progress
-  std::uint32_t timeouts = 0;  // consecutive, reset by any progress
-  Time probe_at = kNever;      // failed path: next probe
+  Time probe_at = kNever;    // failed path: next probe
   Time probe_interval = 0;
 
   PathStats stats;

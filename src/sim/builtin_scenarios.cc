@@ -78,7 +78,8 @@ scope = "fabric"
 kind = "permutation"
 bytes = "8MiB"
 )toml"},
-      {"e3-multiplane", "E3: 4-plane fabric, 64 hosts, all-to-all (4,032 connections)",
+      {"e3-multiplane",
+       "E3: 4-plane fabric, 64 hosts, all-to-all (4,032 flows; --set topology.planes=1..8)",
        R"toml(name = "e3-multiplane"
 description = "64 hosts with 4 NICs each on 4 leaf-spine planes, all-to-all of 1 MiB per pair"
 [topology]
@@ -87,6 +88,8 @@ hosts = 64
 hosts_per_leaf = 8
 spines = 8
 planes = 4
+[queue]
+nic_packets = 8  # the host pulls packets for all its NICs while each holds fewer than this
 [[workload]]
 kind = "all_to_all"
 bytes = "1MiB"
@@ -101,6 +104,8 @@ hosts = 64
 hosts_per_leaf = 8
 spines = 8
 planes = 4
+[queue]
+nic_packets = 8  # the host pulls packets for all its NICs while each holds fewer than this
 [[workload]]
 kind = "permutation"
 bytes = "64MiB"
@@ -111,7 +116,9 @@ mode = "silent"
 at = "500us"
 recover = "2ms"
 )toml"},
-      {"e5-incast", "E5: 1,000 storage hosts answer one READ each to one receiver (k=16 fat-tree)",
+      {"e5-incast",
+       "E5: 1,000 storage hosts answer one READ each to one receiver (k=16 fat-tree; "
+       "--set workload.0.senders=N)",
        R"toml(name = "e5-incast"
 description = "1,024-host k=16 fat-tree; host 0 reads 256 KiB from each of 1,000 hosts at once"
 [topology]

@@ -1,7 +1,9 @@
 // The packets a scheduled queue still holds, as (end of serialization, bytes) in FIFO
 // order. A scheduled queue knows each packet's departure when it accepts it, so instead
 // of waking at every departure it forgets the finished ones lazily, the next time it
-// needs its occupancy. A power-of-two ring that grows to the longest queue seen.
+// needs its occupancy. A power-of-two ring that grows to the longest queue seen; the
+// head's end is kept beside the counters, so that a packet meeting a busy queue whose
+// head is still serializing need not read the ring.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@ class Departures {
  public:
   // Forgets every packet whose serialization ended at or before `now`.
   void drain(SimTime now) {
+    if (now < head_end_) return;
     std::uint32_t head = head_;
     std::uint32_t count = count_;
     std::uint64_t bytes = bytes_;
@@ -26,10 +29,12 @@ class Departures {
     head_ = head;
     count_ = count;
     bytes_ = bytes;
+    head_end_ = count ? ring_[head].end : kSimNever;
   }
   void push(SimTime end, std::uint32_t bytes) {
     if (count_ == capacity_) grow();
     ring_[(head_ + count_) & mask_] = {end, bytes};
+    if (count_ == 0) head_end_ = end;
     ++count_;
     bytes_ += bytes;
   }
@@ -37,6 +42,7 @@ class Departures {
     head_ = 0;
     count_ = 0;
     bytes_ = 0;
+    head_end_ = kSimNever;
   }
   // Bytes of the packets not yet drained.
   std::uint64_t bytes() const { return bytes_; }
@@ -74,6 +80,7 @@ class Departures {
   std::uint32_t count_ = 0;
   std::uint32_t mask_ = 0;
   std::uint64_t bytes_ = 0;
+  SimTime head_end_ = kSimNever;  // end of the oldest packet held (never if none)
 };
 
 }  // namespace mroce::sim

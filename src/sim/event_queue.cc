@@ -1,6 +1,7 @@
 #include "sim/event_queue.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 
 namespace mroce::sim {
@@ -37,6 +38,16 @@ void EventQueue::insert_before_last(std::uint32_t last, std::uint32_t n) {
   nodes_[prev].next = n;
 }
 
+std::size_t EventQueue::next_busy(std::size_t s) const {
+  std::size_t w = s >> 6;
+  std::uint64_t bits = busy_bits_[w] & (~std::uint64_t{0} << (s & 63));
+  while (bits == 0) {
+    w = (w + 1) & (busy_bits_.size() - 1);
+    bits = busy_bits_[w];
+  }
+  return w << 6 | static_cast<std::size_t>(std::countr_zero(bits));
+}
+
 void EventQueue::push_overflow(SimTime at, EventHandler* handler, std::uint64_t arg) {
   overflow_.push_back(Later{at, seq_++, handler, arg});
   std::push_heap(overflow_.begin(), overflow_.end(), After{});
@@ -59,12 +70,8 @@ bool EventQueue::load_next_slot() {
     cursor_ = slot_of(t);
     base_ = t & ~(kSlotWidth - 1);
   } else {
-    std::size_t steps = 1;
-    std::size_t s = (cursor_ + 1) & (kSlots - 1);
-    while (last_[s] == kNil) {
-      s = (s + 1) & (kSlots - 1);
-      ++steps;
-    }
+    const std::size_t s = next_busy((cursor_ + 1) & (kSlots - 1));
+    const std::size_t steps = (s - cursor_) & (kSlots - 1);
     cursor_ = s;
     base_ += SimTime{steps} << kSlotBits;
     --busy_slots_;
@@ -81,7 +88,7 @@ SimTime EventQueue::next_time() const {
   SimTime best = overflow_.empty() ? kSimNever : overflow_.front().time;
   if (busy_slots_ > 0) {
     std::size_t s = (cursor_ + 1) & (kSlots - 1);
-    while (last_[s] == kNil) s = (s + 1) & (kSlots - 1);
+    s = next_busy(s);
     const std::uint32_t last = last_[s];
     std::uint32_t n = last;
     do {

@@ -1,12 +1,12 @@
-// The discrete-event core: a timing wheel of 16,384 slots of 1,024 ps (a 16 us horizon,
+// The discrete-event core: a timing wheel of 65,536 slots of 256 ps (a 16 us horizon,
 // enough for a packet's hop behind a full queue) backed by a binary heap for later
 // events (timers, scripted actions). A slot is a list of events sorted by time, ties
 // in scheduling order (circular, named by its last node): a new event usually goes
 // last, else it is inserted after every event of equal or earlier time, a short walk
-// since a slot spans one nanosecond. Later events enter the wheel before anything else can be
-// scheduled at their time, so events of equal time always run in the order they were scheduled: a
-// run is a pure function of its inputs. List nodes come from one array and are reused most recently
-// freed first; once it has grown to the run's peak, scheduling never allocates.
+// since a slot spans a quarter of a nanosecond. Later events enter the wheel before anything else
+// can be scheduled at their time, so events of equal time always run in the order they were
+// scheduled: a run is a pure function of its inputs. List nodes come from one array and are reused
+// most recently freed first; once it has grown to the run's peak, scheduling never allocates.
 #pragma once
 
 #include <array>
@@ -64,8 +64,11 @@ class EventQueue {
     const std::uint64_t arg = node.arg;
     if (n == last) {
       last_[cursor_] = kNil;
+      busy_bits_[cursor_ >> 6] &= ~(std::uint64_t{1} << (cursor_ & 63));
     } else {
       nodes_[last].next = node.next;
+      // The next handler is most often a link far from the cache: start fetching it now.
+      __builtin_prefetch(nodes_[node.next].handler);
     }
     node.next = free_;
     free_ = n;
@@ -77,9 +80,11 @@ class EventQueue {
   }
 
  private:
-  static constexpr unsigned kSlotBits = 10;  // a slot spans 1,024 ps
+  // A slot spans 256 ps: narrow, so that a slot holds few events even on a fabric of
+  // thousands of hosts, and an insertion out of order walks a short list.
+  static constexpr unsigned kSlotBits = 8;
   static constexpr SimTime kSlotWidth = SimTime{1} << kSlotBits;
-  static constexpr std::size_t kSlots = 16384;
+  static constexpr std::size_t kSlots = 65536;
   static constexpr SimTime kHorizon = SimTime{kSlots} << kSlotBits;
   static constexpr std::uint32_t kNil = ~std::uint32_t{0};
 
@@ -118,6 +123,7 @@ class EventQueue {
     if (last == kNil) {
       node.next = n;
       last_[s] = n;
+      busy_bits_[s >> 6] |= std::uint64_t{1} << (s & 63);
       busy_slots_ += s != cursor_;
     } else if (node.time >= nodes_[last].time) {
       node.next = nodes_[last].next;
@@ -128,6 +134,8 @@ class EventQueue {
     }
   }
   void insert_before_last(std::uint32_t last, std::uint32_t n);
+  // The first slot holding events at or after `s`, wrapping; one must exist.
+  std::size_t next_busy(std::size_t s) const;
   std::uint32_t grow();
   void push_overflow(SimTime at, EventHandler* handler, std::uint64_t arg);
   // The cursor's slot is used up: moves the cursor to the next slot holding events.
@@ -138,7 +146,9 @@ class EventQueue {
   std::vector<Node> nodes_;
   std::uint32_t free_ = kNil;
   std::array<std::uint32_t, kSlots> last_;  // each slot's last node, or kNil
-  std::size_t busy_slots_ = 0;              // future slots holding events (the cursor's excluded)
+  // Bit s set when slot s holds events: finding the next one skips 64 empty slots a step.
+  std::array<std::uint64_t, kSlots / 64> busy_bits_{};
+  std::size_t busy_slots_ = 0;  // future slots holding events (the cursor's excluded)
   std::size_t cursor_ = 0;
   SimTime base_ = 0;                // start time of the cursor's slot
   SimTime batch_end_ = kSlotWidth;  // end of the cursor's slot

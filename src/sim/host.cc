@@ -67,7 +67,7 @@ void Host::receive(SimTime now, PacketId id, std::uint16_t plane) {
   }
   ++depth_;
   transport_->on_packet(to_ns(now), meta,
-                        std::span<const std::uint8_t>(ctx_.packets.header(id), p.header_len));
+                        std::span<const std::uint8_t>(ctx_.packets.header(id), p.header_len()));
   --depth_;
   ctx_.packets.release(id);
   flush(now);
@@ -136,7 +136,8 @@ void Host::pump(SimTime now) {
 }
 
 void Host::transmit(SimTime now, const TxMeta& meta) {
-  if (meta.length > kMaxHeaderBytes || meta.length > meta.wire_length) {
+  if (meta.length > kMaxHeaderBytes || meta.length > meta.wire_length ||
+      meta.wire_length > kMaxFrameBytes - kFrameOverhead) {
     throw std::runtime_error("host " + std::to_string(id_) + ": packet of " +
                              std::to_string(meta.length) + " header bytes (wire length " +
                              std::to_string(meta.wire_length) + ") does not fit the simulator's " +
@@ -149,12 +150,11 @@ void Host::transmit(SimTime now, const TxMeta& meta) {
   p.dst_ip = ipv4_or_zero(meta.dst);
   p.src_port = meta.src_port;
   p.dst_port = meta.dst_port;
-  p.frame_bytes = meta.wire_length + kFrameOverhead;
-  p.payload_bytes = meta.wire_length - meta.length;
-  p.header_len = static_cast<std::uint16_t>(meta.length);
+  p.frame_bytes = static_cast<std::uint16_t>(meta.wire_length + kFrameOverhead);
+  p.payload_bytes = static_cast<std::uint16_t>(meta.wire_length - meta.length);
   p.ecn = meta.ecn;
   p.cls = meta.cls;
-  p.id = ctx_.packets_sent++;
+  ++ctx_.packets_sent;
   p.flow_hash = flow_hash(p);
   std::memcpy(ctx_.packets.header(id), scratch_.data(), meta.length);
   ++stats_.tx_packets;

@@ -20,19 +20,23 @@ const char* to_string(LinkState s) {
 Link::Link(SimContext& ctx, const LinkParams& params, Node* from, std::uint16_t from_port, Node* to,
            std::uint16_t to_port)
     : ctx_(ctx),
-      params_(params),
-      from_(from),
       to_(to),
-      from_port_(from_port),
-      to_port_(to_port),
+      delay_(params.delay),
       limit_bytes_(params.queue.limit_bytes ? params.queue.limit_bytes
                                             : std::numeric_limits<std::uint64_t>::max()),
       mark_from_(params.queue.ecn ? params.queue.ecn_min_bytes
                                   : std::numeric_limits<std::uint64_t>::max()),
+      to_port_(to_port),
+      scheduled_(params.scheduled),
+      params_(params),
+      from_(from),
+      from_port_(from_port),
       rng_(params.seed) {
-  if (8'000'000'000'000ull % params_.rate_bps == 0) {
-    ps_per_byte_ = 8'000'000'000'000ull / params_.rate_bps;
+  const std::uint64_t ps = 8'000'000'000'000ull;
+  if (ps % params_.rate_bps == 0 && ps / params_.rate_bps <= ~std::uint32_t{0}) {
+    ps_per_byte_ = static_cast<std::uint32_t>(ps / params_.rate_bps);
   }
+  update_clean();
 }
 
 bool Link::should_mark(std::uint64_t occupancy) {
@@ -84,8 +88,8 @@ bool Link::enqueue_scheduled(SimTime now, PacketId p) {
   // FIFO at line rate: it starts when everything accepted before it has left.
   busy_until_ = std::max(now, busy_until_) + serialization(pkt);
   departures_.push(busy_until_, pkt.frame_bytes);
-  ++stats_.tx_packets;
-  stats_.tx_bytes += pkt.frame_bytes;
+  ++tx_packets_;
+  tx_bytes_ += pkt.frame_bytes;
   transmit(p);
   return true;
 }
@@ -106,8 +110,8 @@ void Link::start(SimTime now, PacketId p) {
   Packet& pkt = ctx_.packets[p];
   busy_until_ = now + serialization(pkt);
   in_service_bytes_ = pkt.frame_bytes;
-  ++stats_.tx_packets;
-  stats_.tx_bytes += pkt.frame_bytes;
+  ++tx_packets_;
+  tx_bytes_ += pkt.frame_bytes;
   // The owner may refill this queue from here: busy_until_ is already set.
   from_->on_dequeue(now, pkt, from_port_);
   transmit(p);
@@ -159,9 +163,8 @@ void Link::on_other_event(SimTime now, std::uint64_t arg) {
 }
 
 void Link::send_pause(SimTime now, bool pause) {
-  assert(!params_.scheduled);
-  ctx_.events.schedule(now + params_.delay, this,
-                       std::uint64_t{pause ? kPause : kResume} << kKindShift);
+  assert(!scheduled_);
+  ctx_.events.schedule(now + delay_, this, std::uint64_t{pause ? kPause : kResume} << kKindShift);
 }
 
 void Link::set_paused(SimTime now, bool paused) {
@@ -178,7 +181,8 @@ void Link::set_paused(SimTime now, bool paused) {
 
 void Link::set_state(SimTime now, LinkState state) {
   state_ = state;
-  if (params_.scheduled) {
+  update_clean();
+  if (scheduled_) {
     if (state == LinkState::kDown) {
       // What it held is lost: arrivals of an older epoch are dropped.
       epoch_ = (epoch_ + 1) & kEpochMask;

@@ -56,7 +56,8 @@ struct LinkStats {
   SimTime paused_time = 0;
 };
 
-class Link final : public EventHandler {
+// Aligned so that the fields every packet touches (first in the class) share two lines.
+class alignas(64) Link final : public EventHandler {
  public:
   Link(SimContext& ctx, const LinkParams& params, Node* from, std::uint16_t from_port, Node* to,
        std::uint16_t to_port);
@@ -64,7 +65,7 @@ class Link final : public EventHandler {
   // Takes ownership of `p`. Returns false if the queue refused it (already counted and
   // released).
   bool enqueue(SimTime now, PacketId p) {
-    return params_.scheduled ? enqueue_scheduled(now, p) : enqueue_pausable(now, p);
+    return scheduled_ ? enqueue_scheduled(now, p) : enqueue_pausable(now, p);
   }
 
   void set_state(SimTime now, LinkState state);
@@ -77,12 +78,12 @@ class Link final : public EventHandler {
 
   // Bytes queued or still serializing.
   std::uint64_t occupancy(SimTime now) const {
-    if (params_.scheduled) return departures_.bytes_at(now);
+    if (scheduled_) return departures_.bytes_at(now);
     return queued_bytes_ + (now < busy_until_ ? in_service_bytes_ : 0);
   }
   // Packets waiting behind the one serializing.
   std::uint32_t queued_packets(SimTime now) const {
-    if (!params_.scheduled) return queued_packets_;
+    if (!scheduled_) return queued_packets_;
     const std::uint32_t n = departures_.count_at(now);
     return n ? n - 1 : 0;
   }
@@ -96,11 +97,16 @@ class Link final : public EventHandler {
 
   LinkStats stats() const {
     LinkStats s = stats_;
+    s.tx_packets = tx_packets_;
+    s.tx_bytes = tx_bytes_;
     s.max_bytes = std::max(s.max_bytes, window_max_);
     return s;
   }
   const LinkParams& params() const { return params_; }
-  void set_loss_rate(double p) { params_.loss_rate = p; }
+  void set_loss_rate(double p) {
+    params_.loss_rate = p;
+    update_clean();
+  }
   Node* from() const { return from_; }
   Node* to() const { return to_; }
   std::uint16_t from_port() const { return from_port_; }
@@ -146,10 +152,8 @@ class Link final : public EventHandler {
   bool enqueue_scheduled(SimTime now, PacketId p);
   // The packet is on the wire until busy_until_: lose it, or schedule its arrival.
   void transmit(PacketId p) {
-    if (state_ != LinkState::kUp || params_.loss_rate > 0) {
-      if (lose(p)) return;
-    }
-    ctx_.events.schedule(busy_until_ + params_.delay, this,
+    if (!clean_ && lose(p)) return;
+    ctx_.events.schedule(busy_until_ + delay_, this,
                          std::uint64_t{kArrive} << kKindShift | std::uint64_t{epoch_} << 32 | p);
   }
   // Black hole or random loss; true if the packet was dropped.
@@ -159,31 +163,39 @@ class Link final : public EventHandler {
   void wake_at(SimTime at);
   void on_other_event(SimTime now, std::uint64_t arg);
   void set_paused(SimTime now, bool paused);
+  void update_clean() { clean_ = state_ == LinkState::kUp && params_.loss_rate <= 0; }
 
+  // Hot: what every packet reads or writes, in the first two cache lines.
   SimContext& ctx_;
-  LinkParams params_;
-  Node* from_;
   Node* to_;
-  std::uint16_t from_port_;
-  std::uint16_t to_port_;
-  LinkState state_ = LinkState::kUp;
-  bool paused_ = false;
-  bool wake_pending_ = false;
-  // Serialization time is bytes * ps_per_byte_ when the rate divides evenly.
-  SimTime ps_per_byte_ = 0;
+  SimTime busy_until_ = 0;
+  SimTime delay_;
   std::uint64_t limit_bytes_;  // tail drop above (none: the largest value)
   std::uint64_t mark_from_;    // occupancy where ECN marking may begin (none: the largest)
+  // Serialization time is bytes * ps_per_byte_ when the rate divides evenly.
+  std::uint32_t ps_per_byte_ = 0;
+  bool clean_ = true;      // up and lossless: nothing to decide per packet
+  Departures departures_;  // scheduled mode
+  std::uint64_t window_max_ = 0;
+  std::uint64_t tx_packets_ = 0;
+  std::uint64_t tx_bytes_ = 0;
+  std::uint32_t epoch_ = 0;  // scheduled mode: bumped when the link goes down
+  std::uint16_t to_port_;
+  LinkState state_ = LinkState::kUp;
+  bool scheduled_;
 
+  // Cold: pausable queues, failures, loss and statistics.
+  LinkParams params_;
+  Node* from_;
+  std::uint16_t from_port_;
+  bool paused_ = false;
+  bool wake_pending_ = false;
   PacketId head_ = kNoPacket;
   PacketId tail_ = kNoPacket;
   std::uint32_t queued_packets_ = 0;
   std::uint64_t queued_bytes_ = 0;
   std::uint64_t in_service_bytes_ = 0;
-  SimTime busy_until_ = 0;
   SimTime paused_since_ = 0;
-  std::uint64_t window_max_ = 0;
-  Departures departures_;    // scheduled mode
-  std::uint32_t epoch_ = 0;  // scheduled mode: bumped when the link goes down
   Rng rng_;
   LinkStats stats_;
 };

@@ -212,6 +212,7 @@ WorkloadSpec read_workload(const toml::table& t, std::size_t index) {
   w.senders = static_cast<std::uint32_t>(p.get_uint("senders", 0, 0, 65535));
   w.receiver = static_cast<std::uint32_t>(p.get_uint("receiver", 0, 0, 65535));
   w.iterations = static_cast<std::uint32_t>(p.get_uint("iterations", 1, 1, 100000));
+  w.per_plane = p.get_bool("per_plane", false);
   p.reject_unused();
   if (w.kind == WorkloadKind::kRingAllReduce && w.op != WrOpcode::kSend &&
       w.op != WrOpcode::kRdmaWriteWithImm) {

@@ -30,6 +30,11 @@ struct WorkloadSpec {
   std::uint32_t senders = 0;     // incast: 0 means every other participant
   std::uint32_t receiver = 0;    // incast
   std::uint32_t iterations = 1;  // ring all-reduce
+  // One stream per plane between each pair, bound to that plane, every message split
+  // evenly across them (as a collective library drives one RoCE QP per NIC). Off: one
+  // stream per pair, the transport picks planes. mroce-sim turns it on for transports
+  // whose streams live on one plane when the fabric has several.
+  bool per_plane = false;
 };
 
 enum class FailureTarget : std::uint8_t { kPlane, kSwitch, kLink, kHostLink };

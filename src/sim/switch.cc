@@ -10,13 +10,13 @@ namespace mroce::sim {
 Switch::Switch(SimContext& ctx, std::uint32_t id, std::uint8_t plane, std::uint8_t tier,
                const SwitchConfig& config, const HostMap& hosts, std::uint64_t hash_seed)
     : ctx_(ctx),
-      id_(id),
-      plane_(plane),
-      tier_(tier),
-      config_(config),
       hosts_(hosts),
       hash_seed_(hash_seed),
-      accounting_(config.pfc.enabled || config.shared_buffer_bytes != 0) {}
+      plane_(plane),
+      accounting_(config.pfc.enabled || config.shared_buffer_bytes != 0),
+      id_(id),
+      tier_(tier),
+      config_(config) {}
 
 std::uint16_t Switch::add_port(Link* out, Link* in) {
   out_.push_back(out);

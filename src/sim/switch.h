@@ -84,18 +84,20 @@ class Switch final : public Node {
   bool needs_dequeue() const { return accounting_; }
 
  private:
+  // Hot: what forwarding a packet reads, first.
   SimContext& ctx_;
-  std::uint32_t id_;
-  std::uint8_t plane_;
-  std::uint8_t tier_;
-  SwitchConfig config_;
   const HostMap& hosts_;
   std::uint64_t hash_seed_;
-  bool accounting_;  // PFC or a shared buffer: charge and release bytes per packet
   std::uint32_t leaf_ = kNotLeaf;
+  std::uint8_t plane_;
+  bool accounting_;  // PFC or a shared buffer: charge and release bytes per packet
+  std::vector<Link*> out_;
   std::vector<std::uint16_t> host_ports_;
   RouteTable routes_;
-  std::vector<Link*> out_;
+
+  std::uint32_t id_;
+  std::uint8_t tier_;
+  SwitchConfig config_;
   std::vector<Link*> in_;
   std::vector<std::uint64_t> ingress_bytes_;
   std::vector<bool> pausing_;

@@ -41,13 +41,16 @@ void Traffic::setup() {
 }
 
 std::uint32_t Traffic::open_channel(std::uint32_t a, std::uint32_t b, std::uint32_t messages,
-                                    std::uint64_t max_bytes) {
+                                    std::uint64_t max_bytes, int plane) {
   StreamConfig config;
   config.sq_depth = std::max<std::uint32_t>(config.sq_depth, messages + 1);
   config.rq_depth = std::max<std::uint32_t>(config.rq_depth, messages + 1);
+  config.plane = static_cast<std::int16_t>(plane);
+  const std::uint32_t addr_plane = plane < 0 ? 0 : static_cast<std::uint32_t>(plane);
   Channel c;
   c.a = a;
   c.b = b;
+  c.plane = plane;
   c.max_bytes = max_bytes;
   Host& ha = network_.host(a);
   Host& hb = network_.host(b);
@@ -57,14 +60,26 @@ std::uint32_t Traffic::open_channel(std::uint32_t a, std::uint32_t b, std::uint3
   if (Errc e = hb.transport().create_stream(config, &c.sb); e != Errc::kOk) {
     api_error(b, "create_stream", e);
   }
-  if (Errc e = ha.connect_stream(c.sa, {host_address(b, 0), port_}, c.sb); e != Errc::kOk) {
+  if (Errc e = ha.connect_stream(c.sa, {host_address(b, addr_plane), port_}, c.sb);
+      e != Errc::kOk) {
     api_error(a, "connect_stream", e);
   }
-  if (Errc e = hb.connect_stream(c.sb, {host_address(a, 0), port_}, c.sa); e != Errc::kOk) {
+  if (Errc e = hb.connect_stream(c.sb, {host_address(a, addr_plane), port_}, c.sa);
+      e != Errc::kOk) {
     api_error(b, "connect_stream", e);
   }
   channels_.push_back(std::move(c));
   return static_cast<std::uint32_t>(channels_.size() - 1);
+}
+
+std::uint32_t Traffic::open_channels(std::uint32_t a, std::uint32_t b, std::uint32_t messages,
+                                     std::uint64_t max_bytes, std::uint32_t planes) {
+  if (planes <= 1) return open_channel(a, b, messages, max_bytes);
+  const std::uint64_t part = (max_bytes + planes - 1) / planes;
+  const std::uint32_t first = open_channel(a, b, messages, part, 0);
+  for (std::uint32_t p = 1; p < planes; ++p)
+    open_channel(a, b, messages, part, static_cast<int>(p));
+  return first;
 }
 
 std::uint32_t Traffic::add_flow(const Flow& f) {
@@ -97,20 +112,30 @@ void Traffic::on_event(SimTime, std::uint64_t flow) {
 
 void Traffic::start(std::uint32_t id) {
   Flow& f = flows_[id];
-  Channel& c = channels_[f.channel];
   f.start = ctx_.now();
-  SendWr wr;
-  wr.wr_id = id + 1;
-  wr.opcode = f.op;
-  wr.flags = send_flags::kSignaled;
-  wr.num_sge = 1;
-  wr.sg[0] = {kRegionBase, static_cast<std::uint32_t>(f.bytes), keys_[c.a].lkey};
-  wr.remote_addr = kRegionBase;
-  wr.rkey = keys_[c.b].rkey;
-  wr.imm = id;
-  if (f.completes_on_receive()) c.arrivals.push_back(id);
-  if (Errc e = network_.host(c.a).post_send(c.sa, wr); e != Errc::kOk) {
-    api_error(c.a, "post_send", e);
+  const std::uint32_t parts = std::max<std::uint32_t>(1, f.parts);
+  f.pending = parts;
+  // Parts of (nearly) equal size: the first ones take the remainder.
+  const std::uint64_t base = f.bytes / parts;
+  const std::uint64_t extra = f.bytes % parts;
+  std::uint64_t offset = 0;
+  for (std::uint32_t i = 0; i < parts; ++i) {
+    Channel& c = channels_[f.channel + i];
+    const std::uint64_t bytes = base + (i < extra ? 1 : 0);
+    SendWr wr;
+    wr.wr_id = id + 1;
+    wr.opcode = f.op;
+    wr.flags = send_flags::kSignaled;
+    wr.num_sge = 1;
+    wr.sg[0] = {kRegionBase + offset, static_cast<std::uint32_t>(bytes), keys_[c.a].lkey};
+    wr.remote_addr = kRegionBase + offset;
+    wr.rkey = keys_[c.b].rkey;
+    wr.imm = id;
+    offset += bytes;
+    if (f.completes_on_receive()) c.arrivals.push_back(id);
+    if (Errc e = network_.host(c.a).post_send(c.sa, wr); e != Errc::kOk) {
+      api_error(c.a, "post_send", e);
+    }
   }
 }
 
@@ -122,12 +147,18 @@ void Traffic::on_completion(SimTime now, std::uint32_t, const Completion& c) {
       if (ok) throw std::runtime_error("receive completion with no message in flight");
       return;  // flushed receives of a stream in error
     }
-    finish(ch.arrivals[ch.next_arrival++], now, ok);
+    part_done(ch.arrivals[ch.next_arrival++], now, ok);
     return;
   }
   if (c.wr_id == 0 || c.wr_id > flows_.size()) return;
   const std::uint32_t id = static_cast<std::uint32_t>(c.wr_id - 1);
-  if (!flows_[id].completes_on_receive() || !ok) finish(id, now, ok);
+  if (!flows_[id].completes_on_receive() || !ok) part_done(id, now, ok);
+}
+
+void Traffic::part_done(std::uint32_t id, SimTime now, bool ok) {
+  Flow& f = flows_[id];
+  if (f.pending > 0) --f.pending;
+  if (f.pending == 0 || !ok) finish(id, now, ok);
 }
 
 void Traffic::finish(std::uint32_t id, SimTime now, bool ok) {

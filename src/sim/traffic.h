@@ -25,6 +25,10 @@ struct Flow {
   std::uint64_t bytes = 0;
   WrOpcode op = WrOpcode::kRdmaWrite;
   std::uint32_t step = 0;  // collectives: the step this message belongs to
+  // The message is split evenly over `parts` channels, `channel` and the ones after it
+  // (one per plane); it is done when every part is.
+  std::uint32_t parts = 1;
+  std::uint32_t pending = 0;
   SimTime start = kSimNever;
   SimTime end = kSimNever;
   bool failed = false;
@@ -43,6 +47,7 @@ struct Channel {
   std::uint32_t b = 0;
   StreamId sa = kNoStream;
   StreamId sb = kNoStream;
+  int plane = -1;                       // the plane both streams were asked to use
   std::uint64_t max_bytes = 0;          // largest message, sizes the receive buffers
   std::vector<std::uint32_t> arrivals;  // flows that will complete receives on b, in order
   std::size_t next_arrival = 0;
@@ -72,8 +77,14 @@ class Traffic final : public HostListener, public EventHandler {
   void add_workload(std::unique_ptr<Workload> w);
   void setup();
 
+  // plane >= 0: both streams are created with that plane hint and address each other
+  // on that plane; -1: the transport picks (peers are addressed on plane 0).
   std::uint32_t open_channel(std::uint32_t a, std::uint32_t b, std::uint32_t messages,
-                             std::uint64_t max_bytes);
+                             std::uint64_t max_bytes, int plane = -1);
+  // `planes` channels between a and b, one per plane (one unbound channel if planes is 0
+  // or 1); returns the first. Flows over them set parts = max(1, planes).
+  std::uint32_t open_channels(std::uint32_t a, std::uint32_t b, std::uint32_t messages,
+                              std::uint64_t max_bytes, std::uint32_t planes);
   std::uint32_t add_flow(const Flow& f);
   // Posts receives on the target side of `channel` for every flow that needs one.
   void post_receives(std::uint32_t channel, std::uint32_t count);
@@ -105,6 +116,7 @@ class Traffic final : public HostListener, public EventHandler {
   SimContext& context() { return ctx_; }
 
  private:
+  void part_done(std::uint32_t flow, SimTime now, bool ok);
   void finish(std::uint32_t flow, SimTime now, bool ok);
   [[noreturn]] void api_error(std::uint32_t host, const char* call, Errc e) const;
 

@@ -11,6 +11,11 @@ namespace {
 
 constexpr std::uint64_t kSaltWorkload = 3;
 
+// Channels per pair: one per plane when the spec asks for it, else one.
+std::uint32_t channel_planes(const WorkloadSpec& spec, Traffic& t) {
+  return spec.per_plane ? std::max<std::uint32_t>(1, t.network().planes()) : 1;
+}
+
 // Independent messages between pairs; all start at spec.start (+ jitter).
 class PairsWorkload : public Workload {
  public:
@@ -19,10 +24,13 @@ class PairsWorkload : public Workload {
       : spec_(spec), pairs_(std::move(pairs)), rng_(seed) {}
 
   void setup(Traffic& t) override {
+    const std::uint32_t planes = channel_planes(spec_, t);
     for (auto [initiator, target] : pairs_) {
-      const std::uint32_t ch = t.open_channel(initiator, target, spec_.messages, spec_.bytes);
+      const std::uint32_t ch =
+          t.open_channels(initiator, target, spec_.messages, spec_.bytes, planes);
       Flow f;
       f.channel = ch;
+      f.parts = planes;
       f.initiator = initiator;
       f.target = target;
       f.bytes = spec_.bytes;
@@ -34,7 +42,7 @@ class PairsWorkload : public Workload {
         t.start_at(at, t.add_flow(f));
         receives += f.completes_on_receive();
       }
-      if (receives) t.post_receives(ch, receives);
+      for (std::uint32_t p = 0; receives && p < planes; ++p) t.post_receives(ch + p, receives);
     }
   }
 
@@ -58,11 +66,13 @@ class RingAllReduce : public Workload {
 
   void setup(Traffic& t) override {
     first_ = static_cast<std::uint32_t>(t.flows().size());
+    const std::uint32_t planes = channel_planes(spec_, t);
     for (std::uint32_t r = 0; r < ranks_; ++r) {
-      const std::uint32_t ch = t.open_channel(r, next(r), total_, chunk_);
+      const std::uint32_t ch = t.open_channels(r, next(r), total_, chunk_, planes);
       for (std::uint32_t g = 0; g < total_; ++g) {
         Flow f;
         f.channel = ch;
+        f.parts = planes;
         f.initiator = r;
         f.target = next(r);
         f.bytes = chunk_;
@@ -70,7 +80,7 @@ class RingAllReduce : public Workload {
         f.step = g;
         t.add_flow(f);
       }
-      t.post_receives(ch, total_);
+      for (std::uint32_t p = 0; p < planes; ++p) t.post_receives(ch + p, total_);
     }
     for (std::uint32_t r = 0; r < ranks_; ++r) t.start_at(spec_.start, flow(r, 0));
   }

@@ -186,5 +186,54 @@ TEST(BaselineCongestion, EachPlanePortHasItsShareOfTheLineRate) {
   EXPECT_LT(double(p.net.now() - start), 1.1 * alone);
 }
 
+TEST(BaselineCongestion, PlaneHintBindsTheQpToThatPort) {
+  PairOptions o;
+  o.planes = 2;
+  o.config.line_rate_bps = 20'000'000'000;  // two 10 Gb/s ports
+  RocePair p(o);
+  // Without a hint QPs take ports round-robin; with one, every QP sits where it is told,
+  // so two QPs can share a port and leave the other idle.
+  StreamConfig on1;
+  on1.plane = 1;
+  StreamId qa1, qb1, qa1b, qb1b;
+  ASSERT_EQ(p.a.create_stream(on1, &qa1), Errc::kOk);
+  ASSERT_EQ(p.a.create_stream(on1, &qa1b), Errc::kOk);
+  ASSERT_EQ(p.b.create_stream(on1, &qb1), Errc::kOk);
+  ASSERT_EQ(p.b.create_stream(on1, &qb1b), Errc::kOk);
+  EXPECT_EQ(p.a.stream_plane(qa1), 1);
+  EXPECT_EQ(p.a.stream_plane(qa1b), 1);
+  EXPECT_EQ(p.b.stream_plane(qb1), 1);
+  StreamConfig on0;
+  on0.plane = 0;
+  StreamId q0;
+  ASSERT_EQ(p.a.create_stream(on0, &q0), Errc::kOk);
+  EXPECT_EQ(p.a.stream_plane(q0), 0);
+  StreamConfig beyond;
+  beyond.plane = 2;
+  StreamId bad;
+  EXPECT_EQ(p.a.create_stream(beyond, &bad), Errc::kInvalidArgument);
+  beyond.plane = -2;
+  EXPECT_EQ(p.a.create_stream(beyond, &bad), Errc::kInvalidArgument);
+
+  // Two QPs on one 10 Gb/s port share it: each takes about twice its alone time.
+  p.connect(qa1, qb1);
+  p.connect(qa1b, qb1b);
+  Buffer src(p.a, 2 << 20), dst(p.b, 4 << 20);
+  for (int q = 0; q < 2; ++q) {
+    ASSERT_EQ(p.a.post_send(p.net.now(), q ? qa1b : qa1,
+                            remote(make_wr(q, WrOpcode::kRdmaWrite, src, 0, 2 << 20), dst,
+                                   std::uint64_t(q) << 21)),
+              Errc::kOk);
+  }
+  const Time start = p.net.now();
+  ASSERT_TRUE(p.run_for_completions(2));
+  const double alone = double(2 << 20) * 8 / 1e10 * 1e9;
+  EXPECT_GT(double(p.net.now() - start), 1.9 * alone);
+  EXPECT_LT(double(p.net.now() - start), 2.2 * alone);
+  PathStats ps;
+  ASSERT_TRUE(p.a.path_stats(qa1, 0, &ps));
+  EXPECT_EQ(ps.plane, 1);
+}
+
 }  // namespace
 }  // namespace mroce::baseline::testing

@@ -76,7 +76,7 @@ int run(const RunArgs& a, const TransportRegistry& transports) {
   std::vector<RunResult> results;
   bool complete = true;
   for (const TransportInfo* t : infos) {
-    Simulation sim(s, *t);
+    Simulation sim(scenario_for(s, t->name), *t);
     results.push_back(sim.run(options));
     complete &= results.back().complete;
     if (!a.quiet) std::fputs(text_summary(results.back()).c_str(), stdout);
@@ -91,6 +91,14 @@ int run(const RunArgs& a, const TransportRegistry& transports) {
 }
 
 }  // namespace
+
+Scenario scenario_for(const Scenario& s, const std::string& transport) {
+  Scenario out = s;
+  if (transport == "roce" && s.network.topology.planes > 1) {
+    for (WorkloadSpec& w : out.workloads) w.per_plane = true;
+  }
+  return out;
+}
 
 int run_cli(int argc, const char* const* argv, const TransportRegistry& transports) {
   CLI::App app{"mroce-sim: packet-level simulator for MetaRoCE and RoCEv2 fabrics"};
