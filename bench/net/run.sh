@@ -20,17 +20,19 @@ out=$root/docs/results/stack.md
 name=netbench
 testbed=1
 ecn_pps=0
+raw=""
 
 usage() {
   cat <<'EOF'
 usage: bench/net/run.sh [--build DIR] [--repeat N] [--seconds S] [--out FILE]
-                        [--name NAME] [--ecn PPS] [--no-testbed]
+                        [--name NAME] [--ecn PPS] [--raw DIR] [--no-testbed]
   --build DIR    build tree with mroce-perf and mroce-udp-blaster (default: build)
   --repeat N     runs of each measurement, alternating with its yardstick (default 3)
   --seconds S    length of each bandwidth run (default 5)
   --out FILE     the report (default docs/results/stack.md)
   --name NAME    testbed instance to build and remove (default netbench)
   --ecn PPS      CE-mark ECN-capable packets beyond PPS per spine port (default 0: off)
+  --raw DIR      also keep the raw results (JSON of every run, logs) in DIR
   --no-testbed   loopback parts only (no root needed)
 EOF
 }
@@ -42,7 +44,7 @@ die() {
 
 while (($#)); do
   case $1 in
-    --build | --repeat | --seconds | --out | --name | --ecn)
+    --build | --repeat | --seconds | --out | --name | --ecn | --raw)
       (($# >= 2)) || die "option '$1' needs a value"
       case $1 in
         --build) build=$2 ;;
@@ -51,6 +53,7 @@ while (($#)); do
         --out) out=$2 ;;
         --name) name=$2 ;;
         --ecn) ecn_pps=$2 ;;
+        --raw) raw=$2 ;;
       esac
       shift 2
       ;;
@@ -110,7 +113,7 @@ mtu=4096
 size=$((mtu + 56))  # a WRITE datagram: 56 bytes of MetaRoCE headers, then the payload
 for ((r = 1; r <= repeat; r++)); do
   log "(a) loopback WRITE bandwidth, run $r of $repeat"
-  loopback_pair "$work/a-mroce-$r.json" -- -s 65536 -D "$seconds" --rate 100000
+  loopback_pair "$work/a-mroce-$r.json" --rate 100000 -- -s 65536 -D "$seconds" --rate 100000
   "$blaster" recv >"$work/a-raw-$r.out" &
   rx=$!
   for _ in $(seq 50); do [[ -s $work/a-raw-$r.out ]] && break; sleep 0.05; done
@@ -119,7 +122,7 @@ for ((r = 1; r <= repeat; r++)); do
   wait "$rx"
   tail -n 1 "$work/a-raw-$r.out" >"$work/a-raw-$r.json"
 done
-note "mroce-perf server --once --port 0 --tcp-port PORT"
+note "mroce-perf server --once --port 0 --tcp-port PORT --rate 100000"
 note "mroce-perf client 127.0.0.1 --tcp-port PORT -s 65536 -D $seconds --rate 100000 --json FILE"
 note "mroce-udp-blaster recv   # prints its port"
 note "mroce-udp-blaster send --to 127.0.0.1 --port PORT --size $size --gso 15 --seconds $seconds"
@@ -166,6 +169,8 @@ if ((testbed)); then
   }
 
   # ---- (c) goodput under loss ------------------------------------------------------------
+  # The RoCEv2 baseline runs at the port rate of the fabric (1 Gbit/s): its one path
+  # crosses one spine, and a RoCE NIC paces to its link; unpaced, it overruns the shaper.
   for loss in 0 1 10; do
     tb impair --all --loss "$loss" >/dev/null
     for ((r = 1; r <= repeat; r++)); do
@@ -173,17 +178,20 @@ if ((testbed)); then
       fabric_run "$work/c-mroce-$loss-$r.json" -s 65536 -D "$seconds"
     done
     log "(c) testbed, $loss% loss: RoCEv2 baseline"
-    fabric_run "$work/c-roce-$loss.json" --transport roce -s 65536 -D "$seconds"
-    log "(c) testbed, $loss% loss: TCP baselines"
-    "$root/tools/testbed/tcp-baseline.sh" --name "$name" --seconds "$seconds" --losses "$loss" \
-      --json "$work/c-tcp-$loss.json" >/dev/null 2>&1 || echo "run.sh: tcp-baseline.sh failed" >&2
+    fabric_run "$work/c-roce-$loss.json" --transport roce --rate 1000 -s 65536 -D "$seconds"
   done
+  # TCP once for all three loss rates: tcp-baseline.sh cannot set up its MPTCP endpoints
+  # twice on one instance (the kernel keeps their ports), so it is not run per loss rate.
+  log "(c) testbed, 0, 1 and 10% loss: TCP baselines"
+  "$root/tools/testbed/tcp-baseline.sh" --name "$name" --seconds "$seconds" --losses "0 1 10" \
+    --json "$work/c-tcp.json" >"$work/c-tcp.log" 2>&1 ||
+    echo "run.sh: tcp-baseline.sh failed: $(tail -1 "$work/c-tcp.log")" >&2
   tb impair --all --loss 0 >/dev/null
   note "testbed --name $name impair --all --loss LOSS      # LOSS in 0 1 10"
   note "testbed --name $name exec h2 -- mroce-perf server --once"
   note "testbed --name $name exec h1 -- mroce-perf client $h2 --addr $h1 -s 65536 -D $seconds --json FILE"
-  note "testbed --name $name exec h1 -- mroce-perf client $h2 --addr $h1 --transport roce -s 65536 -D $seconds --json FILE"
-  note "tools/testbed/tcp-baseline.sh --name $name --seconds $seconds --losses LOSS --json FILE"
+  note "testbed --name $name exec h1 -- mroce-perf client $h2 --addr $h1 --transport roce --rate 1000 -s 65536 -D $seconds --json FILE"
+  note "tools/testbed/tcp-baseline.sh --name $name --seconds $seconds --losses '0 1 10' --json FILE"
 
   # ---- (d) a spine black-holed mid-transfer ---------------------------------------------
   # 16 paths on 16 known ports: the spine that carries most of them goes black.
@@ -223,4 +231,8 @@ fi
 printf '%s\n' "${commands[@]}" >"$work/commands.txt"
 mkdir -p "$(dirname "$out")"
 python3 "$here/report.py" "$work" >"$out"
+if [[ -n $raw ]]; then
+  mkdir -p "$raw"
+  cp -r "$work"/. "$raw"/
+fi
 log "written to $out"

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,20 @@ class QueuePair {
   virtual Errc set_rnr_policy(std::uint8_t retry, Time timer) = 0;
   virtual StreamState state() const = 0;
   virtual const QpOptions& options() const = 0;
+  // Posts a list of send work requests with one doorbell (as ibv_post_send does with a
+  // chain): the transport sees them all before anything is sent, so their packets leave
+  // in larger batches. Stops at the first refused request; *posted (if not null) says
+  // how many were posted.
+  virtual Errc post_send_list(std::span<const SendWr> wrs, std::size_t* posted) {
+    std::size_t n = 0;
+    Errc rc = Errc::kOk;
+    for (const SendWr& wr : wrs) {
+      if ((rc = post_send(wr)) != Errc::kOk) break;
+      ++n;
+    }
+    if (posted) *posted = n;
+    return rc;
+  }
 };
 
 // What the transport did, for one connection and its paths.

@@ -66,6 +66,22 @@ Errc NetQueuePair::post_send(const SendWr& wr) {
       [&](Transport& t, Time now) { return t.post_send(now, stream_, signaled); });
 }
 
+Errc NetQueuePair::post_send_list(std::span<const SendWr> wrs, std::size_t* posted) {
+  std::size_t n = 0;
+  const Errc rc = core_->datapath().call([&](Transport& t, Time now) {
+    for (const SendWr& wr : wrs) {
+      SendWr w = wr;
+      if (options_.sq_sig_all) w.flags |= send_flags::kSignaled;
+      const Errc e = t.post_send(now, stream_, w);
+      if (e != Errc::kOk) return e;
+      ++n;
+    }
+    return Errc::kOk;
+  });
+  if (posted) *posted = n;
+  return rc;
+}
+
 Errc NetQueuePair::post_recv(const RecvWr& wr) {
   return core_->datapath().call(
       [&](Transport& t, Time now) { return t.post_recv(now, stream_, wr); });

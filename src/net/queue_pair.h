@@ -19,6 +19,7 @@ class NetQueuePair final : public QueuePair {
   StreamId qp_num() const override { return stream_; }
   Errc connect(const Endpoint& peer, StreamId remote_qp_num) override;
   Errc post_send(const SendWr& wr) override;
+  Errc post_send_list(std::span<const SendWr> wrs, std::size_t* posted) override;
   Errc post_recv(const RecvWr& wr) override;
   Errc set_rnr_policy(std::uint8_t retry, Time timer) override;
   StreamState state() const override;

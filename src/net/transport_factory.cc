@@ -71,9 +71,11 @@ EngineConfig engine_config(const DeviceOptions& options, const TransportSetup& s
   c.rx_capacity_bps = options.rx_capacity_bps;
   c.seed = setup.seed;
   // Threads of a busy host are descheduled for milliseconds, which RTT samples do not
-  // foresee: a 1 ms floor fires spurious timeouts (and re-entropies) there. Tail losses
-  // are caught by the probe timeout, which does not depend on this floor.
-  c.min_rto = 5 * kMillisecond;
+  // foresee: a 1 ms floor fires spurious timeouts (and re-entropies) there, and on a
+  // loaded 2-core machine so did 5 ms (hundreds of re-entropies a second over loopback;
+  // none at 20 ms). Tail losses are caught by the probe timeout, which does not depend
+  // on this floor, and a black hole still moves traffic within tens of milliseconds.
+  c.min_rto = 20 * kMillisecond;
   return c;
 }
 
@@ -94,8 +96,10 @@ std::unique_ptr<Transport> make_transport(const DeviceOptions& options, const Tr
   c.line_rate_bps = options.line_rate_bps;
   c.seed = setup.seed;
   // A software host is descheduled for milliseconds at a time, which a NIC never is: a
-  // 1 ms local ACK timeout would exhaust the retry count on a busy machine.
-  c.ack_timeout = 8 * kMillisecond;
+  // 1 ms local ACK timeout exhausts the retry count on a busy machine, and so did 8 ms
+  // on a loaded 2-core one (1 loopback run in 4 failed with "retry exceeded", with no
+  // packet lost). perftest's default instead: timeout 14, 4.096 us x 2^14 = 67 ms.
+  c.ack_timeout = Time{4096} << 14;
   try {
     return std::make_unique<baseline::RoceEngine>(c);
   } catch (const std::exception& e) {

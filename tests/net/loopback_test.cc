@@ -222,6 +222,40 @@ TEST(Loopback, UnsignaledWorkCompletesSilentlyAndSqSigAllSignalsEverything) {
   EXPECT_TRUE(std::equal(src.bytes.begin(), src.bytes.begin() + 40960, dst.bytes.begin()));
 }
 
+TEST(Loopback, APostedListGoesOutWholeAndStopsAtTheFirstRefusal) {
+  Side a = make_side(loopback_options());
+  Side b = make_side(loopback_options());
+  ASSERT_TRUE(a.dev && b.dev);
+  connect_qps(a, b);
+  Region src(*a.dev, 1 << 18, 21), dst(*b.dev, 1 << 18, 22);
+  std::fill(dst.bytes.begin(), dst.bytes.end(), 0);
+  std::vector<SendWr> list;
+  for (int i = 0; i < 16; ++i) {
+    SendWr wr = make_send(WrOpcode::kRdmaWrite, src.sge(i * 16384, 16384), 500 + i);
+    wr.flags = i % 4 == 3 ? send_flags::kSignaled : 0;
+    wr.remote_addr = dst.addr(i * 16384);
+    wr.rkey = dst.mr->rkey();
+    list.push_back(wr);
+  }
+  std::size_t posted = 0;
+  ASSERT_EQ(a.qp().post_send_list(list, &posted), Errc::kOk);
+  EXPECT_EQ(posted, 16u);
+  const auto done = wait_for(*a.cq, 4, 10s);
+  ASSERT_EQ(done.size(), 4u);
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    EXPECT_EQ(done[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(done[i].wr_id, 503 + 4 * i);
+  }
+  EXPECT_TRUE(std::equal(src.bytes.begin(), src.bytes.end(), dst.bytes.begin()));
+  // A bad request in the middle: the ones before it are posted, it and the rest are not.
+  list.resize(3);
+  list[1].num_sge = 99;
+  for (auto& wr : list) wr.flags = send_flags::kSignaled;
+  EXPECT_NE(a.qp().post_send_list(list, &posted), Errc::kOk);
+  EXPECT_EQ(posted, 1u);
+  EXPECT_EQ(wait_for(*a.cq, 1, 10s).size(), 1u);
+}
+
 TEST(Loopback, CompletionQueueFdSignalsAfterRequestNotify) {
   Side a = make_side(loopback_options());
   Side b = make_side(loopback_options());

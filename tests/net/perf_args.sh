@@ -22,6 +22,7 @@ refused "--test" "$PERF" client 127.0.0.1 --test atomics
 refused "--addr" "$PERF" client 127.0.0.1 --addr 300.1.2.3
 refused "--addr" "$PERF" server --addr nowhere
 refused "--depth" "$PERF" client 127.0.0.1 --depth 0
+refused "--cq-mod" "$PERF" client 127.0.0.1 --cq-mod 0
 refused "--mtu" "$PERF" client 127.0.0.1 --mtu 4097
 refused "--transport" "$PERF" server --transport tcp
 refused "--progress" "$PERF" server --progress sometimes

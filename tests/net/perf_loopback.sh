@@ -46,6 +46,15 @@ run send -- 127.0.0.1 --test send -s 100000 -n 2000 --check
 ok "SEND bandwidth, byte-exact"
 run readbw -- 127.0.0.1 --test read -s 30000 -n 2000 --check
 ok "READ bandwidth, byte-exact"
+# One completion per 7 requests, posted in lists (the default is 16), against one per
+# request: every request is accounted for either way.
+run modded -- 127.0.0.1 --test write -s 10000 -n 1000 --depth 20 --cq-mod 7 --check
+run signaled -- 127.0.0.1 --test read -s 10000 -n 500 --cq-mod 1 --check
+[[ $(json "$work/modded.json" 'd["results"][0]["messages"]') == 1000 ]] ||
+  fail "--cq-mod 7: not every request completed"
+[[ $(json "$work/signaled.json" 'd["results"][0]["messages"]') == 500 ]] ||
+  fail "--cq-mod 1: not every request completed"
+ok "completion moderation: 1 in 7 and every request signaled, byte-exact"
 run qps -- 127.0.0.1 --test write --qps 4 -s 16384 -n 1000 --check
 [[ $(json "$work/qps.json" 'len(d["client"]["connections"])') == 1 ]] || fail "4 queue pairs, not one connection"
 [[ $(json "$work/qps.json" 'd["client"]["connections"][0]["streams"]') == 4 ]] || fail "not 4 streams"

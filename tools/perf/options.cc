@@ -157,6 +157,8 @@ bool parse_options(int argc, char** argv, Options* o, int* exit_code) {
       ->check(CLI::Range(0.01, 86400.0));
   client->add_option("--depth,-q", o->spec.depth, "requests outstanding per queue pair")
       ->check(CLI::Range(1u, 8192u));
+  client->add_option("--cq-mod", o->spec.cq_mod, "one completion per N requests (default 16)")
+      ->check(CLI::Range(1u, 8192u));
   client->add_option("--qps", o->spec.qps, "queue pairs (streams of one connection)")
       ->check(CLI::Range(1u, 64u));
   client->add_option("--mtu", o->spec.mtu, "payload bytes per packet")

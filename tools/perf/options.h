@@ -29,6 +29,14 @@ struct TestSpec {
   TransportKind transport = TransportKind::kMetaRoce;
   bool check = false;  // verify every byte
   std::uint64_t seed = 1;
+  // Client only, not sent to the server: bandwidth tests ask for a completion on one
+  // request in cq_mod (the rest complete silently, as perftest's --cq-mod) and post
+  // requests in lists of up to cq_mod; 0: min(16, depth).
+  std::uint32_t cq_mod = 0;
+  std::uint32_t moderation() const {
+    const std::uint32_t m = cq_mod ? cq_mod : 16;
+    return m < depth ? m : depth;
+  }
 
   std::uint64_t max_size() const;
   // Bytes each side registers: one slot of max_size() per outstanding request.

@@ -37,6 +37,12 @@ bool run_bandwidth(Session& s, const TestSpec& spec, std::uint32_t size, double 
                    std::vector<std::uint64_t>& sent, BandwidthResult* out, std::string* error) {
   const std::uint32_t qps = s.qps();
   std::vector<std::uint64_t> posted(qps, 0), done(qps, 0);
+  // The last request posted on each queue pair asked for a completion: the ones before
+  // it complete with it.
+  std::vector<char> last_signaled(qps, 1);
+  const std::uint32_t mod = spec.moderation();
+  std::vector<SendWr> list;
+  list.reserve(mod);
   const WrOpcode op = spec.test == Test::kWrite  ? WrOpcode::kRdmaWrite
                       : spec.test == Test::kRead ? WrOpcode::kRdmaRead
                                                  : WrOpcode::kSend;
@@ -47,6 +53,7 @@ bool run_bandwidth(Session& s, const TestSpec& spec, std::uint32_t size, double 
   auto last_done_at = t0;
   auto next_sample = t0 + std::chrono::duration<double>(sample);
   std::uint64_t bytes_at_sample = 0, bytes = 0, messages = 0;
+  double sampled_at = 0;  // seconds since t0 of the last sample
   double peak = 0;
   Completion wc[64];
   for (;;) {
@@ -54,29 +61,38 @@ bool run_bandwidth(Session& s, const TestSpec& spec, std::uint32_t size, double 
     const bool out_of_time = spec.duration > 0 && seconds_since(t0, now) >= spec.duration;
     bool idle = true;
     for (std::uint32_t q = 0; q < qps; ++q) {
-      const auto more = [&] {
-        return spec.duration > 0 ? !out_of_time : posted[q] < spec.iterations;
-      };
+      // Out of time with silent requests outstanding: one more, signaled, completes them.
+      const bool tail = spec.duration > 0 && out_of_time && !last_signaled[q];
+      const std::uint64_t limit =
+          spec.duration > 0 ? (out_of_time ? posted[q] + tail : ~0ull) : spec.iterations;
       if (posted[q] != done[q]) idle = false;
-      while (more() && posted[q] - done[q] < spec.depth) {
-        const std::uint32_t slot = static_cast<std::uint32_t>(sent[q] % spec.depth);
+      list.clear();
+      while (posted[q] + list.size() < limit && posted[q] + list.size() - done[q] < spec.depth &&
+             list.size() < mod) {
+        const std::uint64_t n = posted[q] + list.size();
+        const std::uint32_t slot = static_cast<std::uint32_t>((sent[q] + list.size()) % spec.depth);
         SendWr wr;
-        wr.wr_id = wr_id(q, posted[q]);
+        wr.wr_id = wr_id(q, n);
         wr.opcode = op;
-        wr.flags = send_flags::kSignaled;
+        const bool signaled = tail || (n + 1) % mod == 0 || n + 1 == limit;
+        wr.flags = signaled ? send_flags::kSignaled : 0;
         wr.num_sge = 1;
         wr.sg[0] = s.local(q, slot, size);
         wr.remote_addr = s.remote(q, slot);
         wr.rkey = s.rkey();
-        const Errc rc = s.qp(q).post_send(wr);
-        if (rc != Errc::kOk) {
-          *error = std::string("post_send: ") + to_string(rc);
-          return false;
-        }
-        ++posted[q];
-        ++sent[q];
-        idle = false;
+        list.push_back(wr);
       }
+      if (list.empty()) continue;
+      std::size_t n = 0;
+      const Errc rc = s.qp(q).post_send_list(list, &n);
+      posted[q] += n;
+      sent[q] += n;
+      if (n > 0) last_signaled[q] = (list[n - 1].flags & send_flags::kSignaled) != 0;
+      if (rc != Errc::kOk) {
+        *error = std::string("post_send: ") + to_string(rc);
+        return false;
+      }
+      idle = false;
     }
     if (idle && (spec.duration > 0 ? out_of_time : true)) {
       bool finished = true;
@@ -91,26 +107,31 @@ bool run_bandwidth(Session& s, const TestSpec& spec, std::uint32_t size, double 
     if (n < 0) return false;
     for (int i = 0; i < n; ++i) {
       const std::uint32_t q = wr_qp(wc[i].wr_id);
-      if (q >= qps || wr_seq(wc[i].wr_id) != done[q]) {
+      const std::uint64_t seq = wr_seq(wc[i].wr_id);
+      if (q >= qps || seq < done[q] || seq >= posted[q]) {
         *error = "completions out of order";
         return false;
       }
-      if (spec.check && spec.test == Test::kRead) {
-        const std::uint64_t slot = (sent[q] - (posted[q] - done[q])) % spec.depth;
-        if (!matches_pattern(s.slot(q, static_cast<std::uint32_t>(slot)), size,
-                             pattern_state(spec.seed ^ 1, q, slot))) {
-          *error = "READ of " + std::to_string(size) + " bytes returned wrong data";
-          return false;
+      // This completion stands for every request up to it (the others were silent).
+      for (; done[q] <= seq; ++done[q]) {
+        if (spec.check && spec.test == Test::kRead) {
+          const std::uint64_t slot = (sent[q] - (posted[q] - done[q])) % spec.depth;
+          if (!matches_pattern(s.slot(q, static_cast<std::uint32_t>(slot)), size,
+                               pattern_state(spec.seed ^ 1, q, slot))) {
+            *error = "READ of " + std::to_string(size) + " bytes returned wrong data";
+            return false;
+          }
         }
+        ++messages;
+        bytes += size;
       }
-      ++done[q];
-      ++messages;
-      bytes += size;
     }
     if (n > 0) last_done_at = Clock::now();
-    if (Clock::now() >= next_sample) {
-      const double t = seconds_since(t0, Clock::now());
-      const double g = double(bytes - bytes_at_sample) * 8 / sample / 1e9;
+    if (const auto at = Clock::now(); at >= next_sample) {
+      // Goodput over the time since the last sample, however late this one is (a thread
+      // descheduled for longer than the interval must not yield made-up samples).
+      const double t = seconds_since(t0, at);
+      const double g = double(bytes - bytes_at_sample) * 8 / (t - sampled_at) / 1e9;
       peak = std::max(peak, g);
       out->series.emplace_back(t, g);
       if (interval > 0) {
@@ -118,7 +139,8 @@ bool run_bandwidth(Session& s, const TestSpec& spec, std::uint32_t size, double 
         std::fflush(stdout);
       }
       bytes_at_sample = bytes;
-      next_sample += std::chrono::duration<double>(sample);
+      sampled_at = t;
+      while (next_sample <= at) next_sample += std::chrono::duration<double>(sample);
     }
   }
   out->size = size;
