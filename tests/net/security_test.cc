@@ -3,6 +3,7 @@
 // A raw socket captures a genuine WRITE on loopback and sends forged copies of it from
 // the same 5-tuple, as an attacker on the path would.
 #include <arpa/inet.h>
+#include <linux/filter.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
@@ -38,6 +39,22 @@ class RawUdp {
     if (fd_ >= 0) close(fd_);
   }
   bool ok() const { return fd_ >= 0; }
+
+  // Keeps only datagrams to dst_port. A raw socket otherwise queues a copy of every UDP
+  // datagram on the machine, and tests running beside this one can overflow it.
+  bool only_to(std::uint16_t dst_port) {
+    sock_filter code[] = {
+        BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),  // X = IP header length
+        BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),   // A = UDP destination port
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, dst_port, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xffff),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    const sock_fprog prog{static_cast<unsigned short>(std::size(code)), code};
+    const int bytes = 4 << 20;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes);
+    return setsockopt(fd_, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) == 0;
+  }
 
   // The next UDP datagram to dst_port whose payload satisfies pred.
   std::optional<Captured> capture(std::uint16_t dst_port,
@@ -111,6 +128,7 @@ class Security : public ::testing::Test {
     a = make_side(loopback_options());
     b = make_side(loopback_options());
     ASSERT_TRUE(a.dev && b.dev);
+    ASSERT_TRUE(raw.only_to(b.dev->endpoint().port)) << "cannot filter the raw socket";
     connect_qps(a, b);
     src = std::make_unique<Region>(*a.dev, 4096, 1);
     dst = std::make_unique<Region>(*b.dev, 4096, 2);
