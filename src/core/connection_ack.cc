@@ -133,13 +133,14 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   if (newly > 0) {
     p.last_progress = now;
     p.timeouts = 0;
-    p.tail_probed = false;
+    p.tail_probes_sent = 0;
     p.stats.acked_packets += newly;
     for (std::uint32_t i = 0; i < newly && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
     if (p.state == PathState::kFailed) recover_path(now, p);
   }
   update_windows(now, p, acked_bytes, rx_delta, ce_delta);
-  if (p.state == PathState::kActive && p.loss_rate > kFailureLossRate && p.stats.lost_packets >= 8) {
+  if (p.state == PathState::kActive && p.loss_rate > kFailureLossRate &&
+      p.stats.lost_packets >= 8) {
     fail_path(now, p);
   }
 }
@@ -177,9 +178,15 @@ void Connection::on_nack(Time now, const wire::Packet& pkt) {
       s.rnr_until = now + s.config.rnr_timer;
       rnr_waiting_.push(Waiting{seg, now + s.config.rnr_timer});
       return;
-    case wire::NackCode::kRemoteAccess: fail_wqe(now, s, w, WcStatus::kRemAccessErr); return;
-    case wire::NackCode::kInvalidRequest: fail_wqe(now, s, w, WcStatus::kRemInvReqErr); return;
-    case wire::NackCode::kRemoteOperation: fail_wqe(now, s, w, WcStatus::kRemOpErr); return;
+    case wire::NackCode::kRemoteAccess:
+      fail_wqe(now, s, w, WcStatus::kRemAccessErr);
+      return;
+    case wire::NackCode::kInvalidRequest:
+      fail_wqe(now, s, w, WcStatus::kRemInvReqErr);
+      return;
+    case wire::NackCode::kRemoteOperation:
+      fail_wqe(now, s, w, WcStatus::kRemOpErr);
+      return;
   }
 }
 
@@ -236,13 +243,17 @@ void Connection::check_timeouts(Time now) {
     if (p.inflight == 0 && p.lost_pending == 0) continue;
     if (now < p.last_progress + path_rto(p)) {
       arm_path_timer(p.last_progress + path_rto(p));
-      if (!p.tail_probed && p.inflight > 0 && p.timeouts == 0) {
-        if (now >= p.last_send + path_pto(p)) {
-          p.tail_probed = true;
+      if (!p.tail_probe && p.inflight > 0 && p.timeouts == 0) {
+        // A probe, or its ACK, can be lost too: probe again, each time waiting twice
+        // as long, until the RTO.
+        const Time due =
+            p.last_send + (path_pto(p) << std::min<std::uint8_t>(p.tail_probes_sent, 8));
+        if (now >= due) {
           p.tail_probe = true;
+          ++p.tail_probes_sent;
           ++tail_probes_due_;
         } else {
-          arm_path_timer(p.last_send + path_pto(p));
+          arm_path_timer(due);
         }
       }
       continue;
@@ -291,7 +302,8 @@ void Connection::fail_path(Time now, TxPath& p) {
   p.timeouts = 0;
   p.avoid_until = 0;
   if (p.tail_probe) --tail_probes_due_;
-  p.tail_probe = p.tail_probed = false;
+  p.tail_probe = false;
+  p.tail_probes_sent = 0;
   p.state = PathState::kFailed;
   p.probe_at = now;
   p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));
@@ -392,7 +404,8 @@ void Connection::on_congestion_signal(Time now, TxPath& p, double cut_alpha) {
   if (now < p.last_cut + p.rtt.srtt()) return;  // one reduction per round trip
   const std::uint32_t floor =
       cfg_.min_path_window_bytes ? cfg_.min_path_window_bytes : mss_ + kHeaderAllowance;
-  set_cwnd(p, std::max<std::uint32_t>(floor, static_cast<std::uint32_t>(p.cwnd * (1 - cut_alpha / 2))));
+  set_cwnd(
+      p, std::max<std::uint32_t>(floor, static_cast<std::uint32_t>(p.cwnd * (1 - cut_alpha / 2))));
   p.ssthresh = p.cwnd;
   p.last_cut = now;
 }

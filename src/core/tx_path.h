@@ -77,9 +77,9 @@ class alignas(64) TxPath {
   RttEstimator rtt;
   Time last_progress = 0;  // last ACK that acknowledged something, or first send into an idle path
   Time last_send = 0;
-  bool tail_probe = false;   // a tail probe is due
-  bool tail_probed = false;  // one was sent since the last progress
-  Time probe_at = kNever;    // failed path: next probe
+  bool tail_probe = false;            // a tail probe is due
+  std::uint8_t tail_probes_sent = 0;  // since the last progress
+  Time probe_at = kNever;             // failed path: next probe
   Time probe_interval = 0;
 
   PathStats stats;

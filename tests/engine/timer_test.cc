@@ -92,19 +92,27 @@ TEST(Timers, TimeoutBacksOffThenPathFailsAndProbesSlowDown) {
     at.push_back(sends[i] - sends[0]);
     port_at.push_back(ports[i]);
   }
-  // DATA; a tail probe after 2 x SRTT + ACK delay (2 x 50 + 20 us); timeouts at 1 ms,
-  // then 2 and 4 ms later (the third fails the path and the first probe leaves at once);
-  // then probes 2, 4, 8, 16, 16 ... ms apart.
-  const std::vector<Time> expected = {0,  120 * kMicrosecond, 1 * kMillisecond,
-                                      3 * kMillisecond,  7 * kMillisecond,
-                                      9 * kMillisecond,  13 * kMillisecond,
-                                      21 * kMillisecond, 37 * kMillisecond,
-                                      53 * kMillisecond, 69 * kMillisecond,
+  // DATA; tail probes after PTO = 2 x SRTT + ACK delay (2 x 50 + 20 us), then 2 and 4
+  // PTOs after the one before; timeouts at 1 ms, then 2 and 4 ms later (the third fails
+  // the path and the first probe leaves at once); then probes 2, 4, 8, 16, 16 ... ms apart.
+  const std::vector<Time> expected = {0,
+                                      120 * kMicrosecond,
+                                      360 * kMicrosecond,
+                                      840 * kMicrosecond,
+                                      1 * kMillisecond,
+                                      3 * kMillisecond,
+                                      7 * kMillisecond,
+                                      9 * kMillisecond,
+                                      13 * kMillisecond,
+                                      21 * kMillisecond,
+                                      37 * kMillisecond,
+                                      53 * kMillisecond,
+                                      69 * kMillisecond,
                                       85 * kMillisecond};
   ASSERT_GE(at.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(at[i], expected[i]) << i;
   // Each probe after the first leaves from a new source port (re-entropy).
-  for (std::size_t i = 5; i < expected.size(); ++i) EXPECT_NE(port_at[i], port_at[i - 1]) << i;
+  for (std::size_t i = 7; i < expected.size(); ++i) EXPECT_NE(port_at[i], port_at[i - 1]) << i;
   // The deadline the engine reports is the next probe.
   EXPECT_GT(cl.engine(0).next_deadline(), cl.net.now());
   EXPECT_LE(cl.engine(0).next_deadline(), cl.net.now() + 16 * kMillisecond);
