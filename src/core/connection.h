@@ -110,6 +110,8 @@ class Connection {
   TxPath* pick_path(Time now);
   bool has_unsent() const;
   std::uint64_t pacing_rate() const;
+  Time pacing_burst(std::uint64_t rate) const;
+  bool pacing_phase(Time now);
   void fill_reply_meta(const RxPath& r, TxMeta* out) const;
 
   // connection_receive.cc
@@ -204,10 +206,10 @@ class Connection {
     SegmentRef seg;
     Time not_before;
   };
-  Ring<SegmentRef> moved_;      // content taken off a path, to send on any path
-  Ring<Waiting> rnr_waiting_;   // content refused for want of a receive
-  std::uint32_t open_messages_ = 0;   // started, not completed (bounds the peer's table)
-  std::uint32_t open_requests_ = 0;   // READ/atomic started, not completed
+  Ring<SegmentRef> moved_;           // content taken off a path, to send on any path
+  Ring<Waiting> rnr_waiting_;        // content refused for want of a receive
+  std::uint32_t open_messages_ = 0;  // started, not completed (bounds the peer's table)
+  std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
 
   // Receiver side.
   InboundTable inbound_;
