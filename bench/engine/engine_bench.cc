@@ -4,8 +4,8 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <memory>
 
@@ -52,8 +52,10 @@ struct Counter : Sink {
 class Pair {
  public:
   explicit Pair(bool payload, std::uint16_t paths = 16)
-      : a_(config(1, payload, paths)), b_(config(2, payload, paths)),
-        src_(payload ? kMessage : 0), dst_(payload ? kMessage : 0) {
+      : a_(config(1, payload, paths)),
+        b_(config(2, payload, paths)),
+        src_(payload ? kMessage : 0),
+        dst_(payload ? kMessage : 0) {
     StreamConfig sc;
     sc.sq_depth = 64;
     a_.create_stream(sc, &sa_);
@@ -239,7 +241,12 @@ void BM_Goodput(benchmark::State& state) {
   state.counters["goodput_gbps"] = gbps;
   state.counters["retransmits"] = double(retransmits);
 }
-BENCHMARK(BM_Goodput)->ArgName("loss_permille")->Arg(0)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Goodput)
+    ->ArgName("loss_permille")
+    ->Arg(0)
+    ->Arg(10)
+    ->Arg(100)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace mroce

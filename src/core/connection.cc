@@ -60,7 +60,8 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
       case ConnState::kEstablished:  // our ACCEPT or CONFIRM was lost
         send_accept_ = true;
         break;
-      default: break;
+      default:
+        break;
     }
     return;
   }
@@ -227,9 +228,8 @@ void Connection::expect_response(Time now) {
 }
 
 void Connection::update_activity(Time now) {
-  const Time timeout = cfg_.active_sender_timeout
-                           ? cfg_.active_sender_timeout
-                           : 4 * std::max(srtt_, cfg_.initial_rtt);
+  const Time timeout = cfg_.active_sender_timeout ? cfg_.active_sender_timeout
+                                                  : 4 * std::max(srtt_, cfg_.initial_rtt);
   if (counted_sender_ && open_requests_ == 0 && now >= last_backlog_ + timeout) {
     ctx_.share.remove_sender();
     counted_sender_ = false;
@@ -252,7 +252,8 @@ void Connection::on_timer(Time now) {
         return;
       }
       break;
-    default: break;
+    default:
+      break;
   }
   if (now >= ack_timer_at_) {
     ack_timer_at_ = kNever;
@@ -294,9 +295,8 @@ Time Connection::next_deadline() const {
   t = std::min(t, ack_timer_at_);
   if (!rnr_waiting_.empty()) t = std::min(t, rnr_waiting_[0].not_before);
   if (counted_sender_ && open_requests_ == 0) {
-    const Time timeout = cfg_.active_sender_timeout
-                             ? cfg_.active_sender_timeout
-                             : 4 * std::max(srtt_, cfg_.initial_rtt);
+    const Time timeout = cfg_.active_sender_timeout ? cfg_.active_sender_timeout
+                                                    : 4 * std::max(srtt_, cfg_.initial_rtt);
     t = std::min(t, last_backlog_ + timeout);
   }
   if (established()) {

@@ -13,8 +13,7 @@ namespace mroce {
 namespace {
 
 bool consumes_receive(wire::DataOp op) {
-  return op == wire::DataOp::kSend || op == wire::DataOp::kSendImm ||
-         op == wire::DataOp::kWriteImm;
+  return op == wire::DataOp::kSend || op == wire::DataOp::kSendImm || op == wire::DataOp::kWriteImm;
 }
 
 bool is_single_segment(wire::DataOp op) {
@@ -24,9 +23,12 @@ bool is_single_segment(wire::DataOp op) {
 
 DropReason reason_of(AccessCheck c) {
   switch (c) {
-    case AccessCheck::kBadKey: return DropReason::kBadKey;
-    case AccessCheck::kOutOfRange: return DropReason::kOutOfRange;
-    default: return DropReason::kAccessDenied;
+    case AccessCheck::kBadKey:
+      return DropReason::kBadKey;
+    case AccessCheck::kOutOfRange:
+      return DropReason::kOutOfRange;
+    default:
+      return DropReason::kAccessDenied;
   }
 }
 
@@ -62,7 +64,9 @@ void Connection::on_data(Time now, const RxMeta& meta, const wire::Packet& pkt) 
     }
   };
   switch (r.window.classify(d.psn)) {
-    case SackWindow::Verdict::kOutOfWindow: ctx_.drop(DropReason::kOutOfWindow); return;
+    case SackWindow::Verdict::kOutOfWindow:
+      ctx_.drop(DropReason::kOutOfWindow);
+      return;
     case SackWindow::Verdict::kDuplicate:
       // Its ACK was lost or it was resent in vain: say again that we have it.
       ctx_.drop(DropReason::kDuplicate);
@@ -70,7 +74,8 @@ void Connection::on_data(Time now, const RxMeta& meta, const wire::Packet& pkt) 
       r.last_arrival = now;
       ack_now();
       return;
-    case SackWindow::Verdict::kNew: break;
+    case SackWindow::Verdict::kNew:
+      break;
   }
   const bool out_of_order = d.psn != r.window.cum() || r.window.has_gap();
 
@@ -98,8 +103,7 @@ void Connection::on_data(Time now, const RxMeta& meta, const wire::Packet& pkt) 
       ctx_.share.add_sender();
     }
   }
-  if (out_of_order || ce || (c.flags & wire::flags::kAckRequest) ||
-      r.unacked >= cfg_.ack_every) {
+  if (out_of_order || ce || (c.flags & wire::flags::kAckRequest) || r.unacked >= cfg_.ack_every) {
     ack_now();
   } else if (r.ack_due == kNever) {
     r.ack_due = now + cfg_.ack_delay;
@@ -175,7 +179,8 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
     m->swap = d.swap;
     m->solicited = d.flags & wire::data_flags::kSolicited;
     const std::uint32_t segments =
-        is_single_segment(d.op) ? 1 : std::max<std::uint32_t>(1, (d.message_length + mss_ - 1) / mss_);
+        is_single_segment(d.op) ? 1
+                                : std::max<std::uint32_t>(1, (d.message_length + mss_ - 1) / mss_);
     m->placed.init(ctx_.bitmaps, segments);
 
     // Checks that concern the whole message, made once.
@@ -200,7 +205,8 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
         }
         check = ctx_.memory.check(m->rkey, m->addr, 8, access::kRemoteAtomic, &region);
         break;
-      default: break;
+      default:
+        break;
     }
     if (check != AccessCheck::kOk) {
       return fail_message(now, s, *m, wire::NackCode::kRemoteAccess, reason_of(check),
@@ -257,7 +263,8 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
         }
       }
       break;
-    default: break;
+    default:
+      break;
   }
   m->placed.insert(ctx_.bitmaps, index);
   rx_data_bytes_ += len;
@@ -348,7 +355,8 @@ void Connection::execute(Time, Stream& s, const InboundMessage& m) {
     case wire::DataOp::kSend:
     case wire::DataOp::kSendImm:
     case wire::DataOp::kWriteImm: {
-      if (m.failed && m.recv_status == WcStatus::kSuccess) return;  // refused before a receive was used
+      if (m.failed && m.recv_status == WcStatus::kSuccess)
+        return;  // refused before a receive was used
       if (!m.failed) publish_last_byte(m);
       Completion c;
       c.wr_id = s.recv(m.ssn).wr.wr_id;
@@ -367,8 +375,10 @@ void Connection::execute(Time, Stream& s, const InboundMessage& m) {
     case wire::DataOp::kReadRequest: {
       if (m.failed) return;
       Response& r = *allocate_response();
-      r = Response{true, wire::DataOp::kReadResponse, s.remote, m.msn, m.addr, m.rkey, m.length,
-                   std::max<std::uint32_t>(1, (m.length + mss_ - 1) / mss_)};
+      r = Response{true,     wire::DataOp::kReadResponse,
+                   s.remote, m.msn,
+                   m.addr,   m.rkey,
+                   m.length, std::max<std::uint32_t>(1, (m.length + mss_ - 1) / mss_)};
       responding_.push(static_cast<std::uint32_t>(&r - responses_.data()));
       return;
     }
@@ -395,7 +405,8 @@ void Connection::execute(Time, Stream& s, const InboundMessage& m) {
       responding_.push(static_cast<std::uint32_t>(&r - responses_.data()));
       return;
     }
-    default: return;
+    default:
+      return;
   }
 }
 

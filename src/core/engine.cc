@@ -14,7 +14,9 @@ constexpr std::uint32_t kSlotMask = (1u << kSlotBits) - 1;
 constexpr std::uint32_t kMaxStreams = (1u << 24) - 1;
 constexpr std::uint32_t kMaxQueueDepth = 1u << 16;
 
-bool valid_opcode(WrOpcode op) { return static_cast<std::uint8_t>(op) <= 6; }
+bool valid_opcode(WrOpcode op) {
+  return static_cast<std::uint8_t>(op) <= 6;
+}
 
 std::uint64_t sge_total(const Sge* sg, int n) {
   std::uint64_t total = 0;
@@ -41,14 +43,18 @@ Engine::Engine(const EngineConfig& config) : ctx_(config) {
 
 Engine::~Engine() = default;
 
-std::size_t Engine::max_packet_size() const { return wire::max_packet_size(ctx_.config.mss); }
+std::size_t Engine::max_packet_size() const {
+  return wire::max_packet_size(ctx_.config.mss);
+}
 
 Errc Engine::reg_mr(std::uint64_t addr, std::uint64_t length, std::uint32_t access, void* host,
                     MrKeys* out) {
   return ctx_.memory.add(addr, length, access, host, out);
 }
 
-Errc Engine::dereg_mr(std::uint32_t lkey) { return ctx_.memory.remove(lkey); }
+Errc Engine::dereg_mr(std::uint32_t lkey) {
+  return ctx_.memory.remove(lkey);
+}
 
 Connection* Engine::find(ConnId id) const {
   const std::uint32_t slot = id & kSlotMask;
@@ -156,7 +162,8 @@ Errc Engine::post_send(Time now, StreamId sid, const SendWr& wr) {
   if (s->sq_full()) return Errc::kNoResources;
   const std::uint64_t length = sge_total(wr.sg, wr.num_sge);
   if (length > (1u << 31)) return Errc::kInvalidArgument;
-  const bool atomic = wr.opcode == WrOpcode::kAtomicCmpSwp || wr.opcode == WrOpcode::kAtomicFetchAdd;
+  const bool atomic =
+      wr.opcode == WrOpcode::kAtomicCmpSwp || wr.opcode == WrOpcode::kAtomicFetchAdd;
   const bool inbound = atomic || wr.opcode == WrOpcode::kRdmaRead;  // we write local memory
   if (atomic && (wr.num_sge != 1 || wr.sg[0].length != 8)) return Errc::kInvalidArgument;
   const bool inline_data = (wr.flags & send_flags::kInline) && !inbound;
@@ -259,9 +266,15 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
       }
       c->on_handshake(now, pkt);
       break;
-    case wire::PacketType::kConfirm: c->on_confirm(now); break;
-    case wire::PacketType::kClose: c->on_close(now, false); break;
-    case wire::PacketType::kCloseAck: c->on_close(now, true); break;
+    case wire::PacketType::kConfirm:
+      c->on_confirm(now);
+      break;
+    case wire::PacketType::kClose:
+      c->on_close(now, false);
+      break;
+    case wire::PacketType::kCloseAck:
+      c->on_close(now, true);
+      break;
     case wire::PacketType::kData:
     case wire::PacketType::kAck:
     case wire::PacketType::kNack:
@@ -279,7 +292,8 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
         c->on_nack(now, pkt);
       }
       break;
-    case wire::PacketType::kConnect: break;
+    case wire::PacketType::kConnect:
+      break;
   }
   touch(*c);
 }

@@ -5,8 +5,8 @@
 
 namespace mroce {
 
-Errc MemoryTable::add(std::uint64_t addr, std::uint64_t length, std::uint32_t access,
-                      void* host, MrKeys* out) {
+Errc MemoryTable::add(std::uint64_t addr, std::uint64_t length, std::uint32_t access, void* host,
+                      MrKeys* out) {
   if (length == 0 || addr + length < addr) return Errc::kInvalidArgument;
   std::uint32_t index;
   if (!free_.empty()) {
@@ -61,8 +61,8 @@ bool walk(const MemoryTable& table, const Sge* sg, int count, std::uint64_t offs
       offset -= sg[i].length;
       continue;
     }
-    const auto take = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(length, sg[i].length - offset));
+    const auto take =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(length, sg[i].length - offset));
     const Region* r = nullptr;
     if (table.check(sg[i].lkey, sg[i].addr + offset, take, right, &r) != AccessCheck::kOk) {
       return false;
@@ -96,8 +96,8 @@ bool MemoryTable::scatter(const Sge* sg, int count, std::uint64_t offset, const 
 bool MemoryTable::sges_valid(const Sge* sg, int count, std::uint32_t right) const {
   for (int i = 0; i < count; ++i) {
     const Region* r = nullptr;
-    if (sg[i].length > 0 && check(sg[i].lkey, sg[i].addr, sg[i].length, right, &r) !=
-                                AccessCheck::kOk) {
+    if (sg[i].length > 0 &&
+        check(sg[i].lkey, sg[i].addr, sg[i].length, right, &r) != AccessCheck::kOk) {
       return false;
     }
   }

@@ -25,8 +25,7 @@ class MemoryTable {
  public:
   explicit MemoryTable(std::uint64_t seed) : random_(seed) {}
 
-  Errc add(std::uint64_t addr, std::uint64_t length, std::uint32_t access, void* host,
-           MrKeys* out);
+  Errc add(std::uint64_t addr, std::uint64_t length, std::uint32_t access, void* host, MrKeys* out);
   Errc remove(std::uint32_t key);
 
   // Checks [addr, addr + length) against the region named by key for `right`

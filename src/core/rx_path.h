@@ -46,7 +46,7 @@ struct RxPath {
   SackWindow window;
   std::uint32_t rx_packets = 0;  // accepted in this generation (wraps, as on the wire)
   std::uint32_t ce_packets = 0;
-  std::uint32_t unacked = 0;     // accepted since the last ACK
+  std::uint32_t unacked = 0;  // accepted since the last ACK
   std::uint32_t echo_timestamp = 0;
   Time last_arrival = 0;
   Time ack_due = kNever;  // delayed-ACK deadline

@@ -19,10 +19,10 @@ struct Wqe {
   std::uint32_t ssn = 0;     // receive it consumes at the peer (SEND*, WRITE_IMM)
   std::uint32_t length = 0;  // bytes (READ: bytes to read; atomics: 8)
   std::uint32_t segments = 0;
-  std::uint32_t sent = 0;    // segments handed to paths at least once
-  std::uint32_t acked = 0;   // segments acknowledged (placed at the peer)
-  SegmentSet response;       // READ: response segments placed
-  bool done = false;         // ready to complete once every earlier WQE has
+  std::uint32_t sent = 0;   // segments handed to paths at least once
+  std::uint32_t acked = 0;  // segments acknowledged (placed at the peer)
+  SegmentSet response;      // READ: response segments placed
+  bool done = false;        // ready to complete once every earlier WQE has
   WcStatus status = WcStatus::kSuccess;
   std::uint8_t rnr_left = 0;
   Time rnr_episode_end = 0;
@@ -41,12 +41,17 @@ struct Wqe {
 inline WcOpcode completion_opcode(WrOpcode op) {
   switch (op) {
     case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
     case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm: return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpSwp: return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAdd: return WcOpcode::kFetchAdd;
+    case WrOpcode::kSendWithImm:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd:
+      return WcOpcode::kFetchAdd;
   }
   return WcOpcode::kSend;
 }

@@ -50,20 +50,20 @@ class Sink {
 
 // Why a received packet was dropped without effect. Every drop is counted.
 enum class DropReason : std::uint8_t {
-  kMalformed,        // failed wire validation
-  kUnknownConn,      // no live connection with that id
-  kBadToken,         // connection exists, token wrong
-  kStaleGeneration,  // sent on a path generation that was since retired
-  kOutOfWindow,      // sequence number outside the receive window
-  kDuplicate,        // already received (still acknowledged)
-  kBadStream,        // stream unknown or not bound to this connection
-  kBadKey,           // rkey names no region
-  kOutOfRange,       // address range outside the region
-  kAccessDenied,     // region lacks the needed right
-  kInvalidRequest,   // e.g. message longer than the posted receive, misaligned atomic
-  kReceiverNotReady, // SEND with no posted receive
-  kNoResources,      // message table full
-  kBadAck,           // acknowledges data never sent
+  kMalformed,         // failed wire validation
+  kUnknownConn,       // no live connection with that id
+  kBadToken,          // connection exists, token wrong
+  kStaleGeneration,   // sent on a path generation that was since retired
+  kOutOfWindow,       // sequence number outside the receive window
+  kDuplicate,         // already received (still acknowledged)
+  kBadStream,         // stream unknown or not bound to this connection
+  kBadKey,            // rkey names no region
+  kOutOfRange,        // address range outside the region
+  kAccessDenied,      // region lacks the needed right
+  kInvalidRequest,    // e.g. message longer than the posted receive, misaligned atomic
+  kReceiverNotReady,  // SEND with no posted receive
+  kNoResources,       // message table full
+  kBadAck,            // acknowledges data never sent
   kCount,
 };
 const char* to_string(DropReason);
@@ -105,7 +105,14 @@ struct PathStats {
   Time min_rtt = 0;
 };
 
-enum class ConnState : std::uint8_t { kConnecting, kAccepting, kEstablished, kClosing, kClosed, kFailed };
+enum class ConnState : std::uint8_t {
+  kConnecting,
+  kAccepting,
+  kEstablished,
+  kClosing,
+  kClosed,
+  kFailed
+};
 const char* to_string(ConnState);
 
 struct ConnStats {
@@ -120,22 +127,22 @@ struct ConnStats {
   std::uint64_t reentropies = 0;
   std::uint64_t path_failures = 0;
   std::uint64_t plane_failures = 0;
-  std::uint32_t cwnd_bytes = 0;         // connection window
+  std::uint32_t cwnd_bytes = 0;  // connection window
   std::uint32_t inflight_bytes = 0;
-  std::uint32_t open_messages = 0;      // started, not yet completed
-  std::uint64_t rate_hint_bps = 0;      // fair share the peer last granted us (0: none yet)
+  std::uint32_t open_messages = 0;  // started, not yet completed
+  std::uint64_t rate_hint_bps = 0;  // fair share the peer last granted us (0: none yet)
   std::uint64_t pacing_rate_bps = 0;
-  std::uint32_t inbound_senders = 0;    // our own view: active senders we share among
+  std::uint32_t inbound_senders = 0;  // our own view: active senders we share among
 };
 
 enum class StreamState : std::uint8_t { kIdle, kConnecting, kReady, kError, kDestroyed };
 const char* to_string(StreamState);
 
 struct StreamConfig {
-  std::uint32_t sq_depth = 128;   // work requests outstanding on the send queue
-  std::uint32_t rq_depth = 128;   // receives posted ahead
-  std::uint32_t max_inline = 0;   // bytes copied at post time with send_flags::kInline
-  std::uint8_t rnr_retry = 7;     // 7 retries forever, as in Verbs
+  std::uint32_t sq_depth = 128;  // work requests outstanding on the send queue
+  std::uint32_t rq_depth = 128;  // receives posted ahead
+  std::uint32_t max_inline = 0;  // bytes copied at post time with send_flags::kInline
+  std::uint8_t rnr_retry = 7;    // 7 retries forever, as in Verbs
   Time rnr_timer = 100 * kMicrosecond;
   // Transports whose streams live on one local interface (a RoCE QP on one NIC port):
   // the plane to use, -1 for the transport's choice. MetaRoCE spreads every connection's
@@ -159,8 +166,7 @@ class Transport {
   // endpoint and the peer's stream number; streams bound to the same peer share one
   // connection. Work posted before the connection is up waits for it.
   virtual Errc create_stream(const StreamConfig& config, StreamId* out) = 0;
-  virtual Errc connect_stream(Time now, StreamId stream, const Endpoint& peer,
-                              StreamId remote) = 0;
+  virtual Errc connect_stream(Time now, StreamId stream, const Endpoint& peer, StreamId remote) = 0;
   virtual Errc destroy_stream(Time now, StreamId stream) = 0;
   virtual Errc post_send(Time now, StreamId stream, const SendWr& wr) = 0;
   virtual Errc post_recv(Time now, StreamId stream, const RecvWr& wr) = 0;

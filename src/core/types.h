@@ -170,9 +170,9 @@ struct SendWr {
   Sge sg[kMaxSge];
   std::uint64_t remote_addr = 0;  // WRITE, READ, atomics
   std::uint32_t rkey = 0;
-  std::uint32_t imm = 0;           // *_WITH_IMM, in network order as Verbs carries it
-  std::uint64_t compare_add = 0;   // atomic compare (CAS) or addend (FAA)
-  std::uint64_t swap = 0;          // atomic swap value (CAS)
+  std::uint32_t imm = 0;          // *_WITH_IMM, in network order as Verbs carries it
+  std::uint64_t compare_add = 0;  // atomic compare (CAS) or addend (FAA)
+  std::uint64_t swap = 0;         // atomic swap value (CAS)
 };
 
 struct RecvWr {

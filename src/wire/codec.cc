@@ -6,71 +6,112 @@ namespace mroce::wire {
 
 const char* to_string(PacketType t) {
   switch (t) {
-    case PacketType::kData: return "DATA";
-    case PacketType::kAck: return "ACK";
-    case PacketType::kNack: return "NACK";
-    case PacketType::kConnect: return "CONNECT";
-    case PacketType::kAccept: return "ACCEPT";
-    case PacketType::kConfirm: return "CONFIRM";
-    case PacketType::kClose: return "CLOSE";
-    case PacketType::kCloseAck: return "CLOSE_ACK";
+    case PacketType::kData:
+      return "DATA";
+    case PacketType::kAck:
+      return "ACK";
+    case PacketType::kNack:
+      return "NACK";
+    case PacketType::kConnect:
+      return "CONNECT";
+    case PacketType::kAccept:
+      return "ACCEPT";
+    case PacketType::kConfirm:
+      return "CONFIRM";
+    case PacketType::kClose:
+      return "CLOSE";
+    case PacketType::kCloseAck:
+      return "CLOSE_ACK";
   }
   return "?";
 }
 
 const char* to_string(DataOp op) {
   switch (op) {
-    case DataOp::kNop: return "NOP";
-    case DataOp::kSend: return "SEND";
-    case DataOp::kSendImm: return "SEND_IMM";
-    case DataOp::kWrite: return "WRITE";
-    case DataOp::kWriteImm: return "WRITE_IMM";
-    case DataOp::kReadRequest: return "READ_REQUEST";
-    case DataOp::kReadResponse: return "READ_RESPONSE";
-    case DataOp::kFetchAdd: return "FETCH_ADD";
-    case DataOp::kCompareSwap: return "COMPARE_SWAP";
-    case DataOp::kAtomicResponse: return "ATOMIC_RESPONSE";
+    case DataOp::kNop:
+      return "NOP";
+    case DataOp::kSend:
+      return "SEND";
+    case DataOp::kSendImm:
+      return "SEND_IMM";
+    case DataOp::kWrite:
+      return "WRITE";
+    case DataOp::kWriteImm:
+      return "WRITE_IMM";
+    case DataOp::kReadRequest:
+      return "READ_REQUEST";
+    case DataOp::kReadResponse:
+      return "READ_RESPONSE";
+    case DataOp::kFetchAdd:
+      return "FETCH_ADD";
+    case DataOp::kCompareSwap:
+      return "COMPARE_SWAP";
+    case DataOp::kAtomicResponse:
+      return "ATOMIC_RESPONSE";
   }
   return "?";
 }
 
 const char* to_string(NackCode c) {
   switch (c) {
-    case NackCode::kReceiverNotReady: return "RECEIVER_NOT_READY";
-    case NackCode::kRemoteAccess: return "REMOTE_ACCESS";
-    case NackCode::kInvalidRequest: return "INVALID_REQUEST";
-    case NackCode::kRemoteOperation: return "REMOTE_OPERATION";
-    case NackCode::kNoResources: return "NO_RESOURCES";
+    case NackCode::kReceiverNotReady:
+      return "RECEIVER_NOT_READY";
+    case NackCode::kRemoteAccess:
+      return "REMOTE_ACCESS";
+    case NackCode::kInvalidRequest:
+      return "INVALID_REQUEST";
+    case NackCode::kRemoteOperation:
+      return "REMOTE_OPERATION";
+    case NackCode::kNoResources:
+      return "NO_RESOURCES";
   }
   return "?";
 }
 
 const char* to_string(DecodeError e) {
   switch (e) {
-    case DecodeError::kOk: return "ok";
-    case DecodeError::kTruncated: return "truncated";
-    case DecodeError::kBadVersion: return "bad version";
-    case DecodeError::kBadType: return "bad type";
-    case DecodeError::kReservedBits: return "reserved bits set";
-    case DecodeError::kBadOpcode: return "bad opcode";
-    case DecodeError::kBadLength: return "bad length";
-    case DecodeError::kBadAddressCount: return "bad address count";
+    case DecodeError::kOk:
+      return "ok";
+    case DecodeError::kTruncated:
+      return "truncated";
+    case DecodeError::kBadVersion:
+      return "bad version";
+    case DecodeError::kBadType:
+      return "bad type";
+    case DecodeError::kReservedBits:
+      return "reserved bits set";
+    case DecodeError::kBadOpcode:
+      return "bad opcode";
+    case DecodeError::kBadLength:
+      return "bad length";
+    case DecodeError::kBadAddressCount:
+      return "bad address count";
   }
   return "?";
 }
 
 std::size_t extension_size(DataOp op) {
   switch (op) {
-    case DataOp::kNop: return 0;
-    case DataOp::kSend: return 4;            // ssn
-    case DataOp::kSendImm: return 8;         // ssn, imm
-    case DataOp::kWrite: return 12;          // va, rkey
-    case DataOp::kWriteImm: return 20;       // va, rkey, ssn, imm
-    case DataOp::kReadRequest: return 16;    // va, rkey, rate
-    case DataOp::kReadResponse: return 0;
-    case DataOp::kFetchAdd: return 20;       // va, rkey, addend
-    case DataOp::kCompareSwap: return 28;    // va, rkey, compare, swap
-    case DataOp::kAtomicResponse: return 8;  // original value
+    case DataOp::kNop:
+      return 0;
+    case DataOp::kSend:
+      return 4;  // ssn
+    case DataOp::kSendImm:
+      return 8;  // ssn, imm
+    case DataOp::kWrite:
+      return 12;  // va, rkey
+    case DataOp::kWriteImm:
+      return 20;  // va, rkey, ssn, imm
+    case DataOp::kReadRequest:
+      return 16;  // va, rkey, rate
+    case DataOp::kReadResponse:
+      return 0;
+    case DataOp::kFetchAdd:
+      return 20;  // va, rkey, addend
+    case DataOp::kCompareSwap:
+      return 28;  // va, rkey, compare, swap
+    case DataOp::kAtomicResponse:
+      return 8;  // original value
   }
   return 0;
 }
@@ -81,8 +122,10 @@ bool op_has_payload(DataOp op) {
     case DataOp::kSendImm:
     case DataOp::kWrite:
     case DataOp::kWriteImm:
-    case DataOp::kReadResponse: return true;
-    default: return false;
+    case DataOp::kReadResponse:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -103,15 +146,19 @@ bool has_remote(DataOp op) {
     case DataOp::kWriteImm:
     case DataOp::kReadRequest:
     case DataOp::kFetchAdd:
-    case DataOp::kCompareSwap: return true;
-    default: return false;
+    case DataOp::kCompareSwap:
+      return true;
+    default:
+      return false;
   }
 }
 
 bool has_ssn(DataOp op) {
   return op == DataOp::kSend || op == DataOp::kSendImm || op == DataOp::kWriteImm;
 }
-bool has_imm(DataOp op) { return op == DataOp::kSendImm || op == DataOp::kWriteImm; }
+bool has_imm(DataOp op) {
+  return op == DataOp::kSendImm || op == DataOp::kWriteImm;
+}
 
 // Checks the relations between length fields that every receiver relies on.
 bool data_lengths_valid(const DataHeader& d) {
@@ -153,14 +200,19 @@ std::size_t encode_data(const CommonHeader& common, const DataHeader& d,
   if (has_ssn(d.op)) w.u32(d.ssn);
   if (has_imm(d.op)) w.u32(d.imm);
   switch (d.op) {
-    case DataOp::kReadRequest: w.u32(d.rate_kbps); break;
+    case DataOp::kReadRequest:
+      w.u32(d.rate_kbps);
+      break;
     case DataOp::kFetchAdd:
-    case DataOp::kAtomicResponse: w.u64(d.operand); break;
+    case DataOp::kAtomicResponse:
+      w.u64(d.operand);
+      break;
     case DataOp::kCompareSwap:
       w.u64(d.operand);
       w.u64(d.swap);
       break;
-    default: break;
+    default:
+      break;
   }
   return size;
 }
@@ -248,14 +300,19 @@ DecodeError decode_data(ByteReader& r, const DecodeOptions& options, Packet* out
   if (has_ssn(d.op)) d.ssn = r.u32();
   if (has_imm(d.op)) d.imm = r.u32();
   switch (d.op) {
-    case DataOp::kReadRequest: d.rate_kbps = r.u32(); break;
+    case DataOp::kReadRequest:
+      d.rate_kbps = r.u32();
+      break;
     case DataOp::kFetchAdd:
-    case DataOp::kAtomicResponse: d.operand = r.u64(); break;
+    case DataOp::kAtomicResponse:
+      d.operand = r.u64();
+      break;
     case DataOp::kCompareSwap:
       d.operand = r.u64();
       d.swap = r.u64();
       break;
-    default: break;
+    default:
+      break;
   }
   if (!r.ok()) return DecodeError::kTruncated;
   if (!data_lengths_valid(d)) return DecodeError::kBadLength;
@@ -290,8 +347,7 @@ DecodeError decode_handshake(ByteReader& r, Packet* out) {
 
 }  // namespace
 
-DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
-                   Packet* out) {
+DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& options, Packet* out) {
   ByteReader r(bytes);
   const std::uint8_t vt = r.u8();
   CommonHeader& c = out->common;
@@ -312,7 +368,8 @@ DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& opt
   if (c.flags & ~flags::kMask) return DecodeError::kReservedBits;
 
   switch (c.type) {
-    case PacketType::kData: return decode_data(r, options, out);
+    case PacketType::kData:
+      return decode_data(r, options, out);
     case PacketType::kAck: {
       AckHeader& a = out->ack;
       a.cum_psn = r.u32();
@@ -344,7 +401,8 @@ DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& opt
       return r.remaining() == 0 ? DecodeError::kOk : DecodeError::kBadLength;
     }
     case PacketType::kConnect:
-    case PacketType::kAccept: return decode_handshake(r, out);
+    case PacketType::kAccept:
+      return decode_handshake(r, out);
     case PacketType::kConfirm:
     case PacketType::kClose:
     case PacketType::kCloseAck:

@@ -11,12 +11,12 @@ namespace mroce::wire {
 
 enum class DecodeError : std::uint8_t {
   kOk = 0,
-  kTruncated,        // shorter than its headers
+  kTruncated,  // shorter than its headers
   kBadVersion,
   kBadType,
-  kReservedBits,     // a reserved bit or field is not zero
+  kReservedBits,  // a reserved bit or field is not zero
   kBadOpcode,
-  kBadLength,        // payload or packet length disagrees with the headers
+  kBadLength,  // payload or packet length disagrees with the headers
   kBadAddressCount,
 };
 const char* to_string(DecodeError);
@@ -27,8 +27,7 @@ struct DecodeOptions {
   bool carry_payload = true;
 };
 
-DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
-                   Packet* out);
+DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& options, Packet* out);
 
 // Each encoder writes its headers at the start of `out` and returns the bytes written,
 // or 0 when `out` is too small. encode_data writes headers only: the caller copies

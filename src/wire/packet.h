@@ -84,21 +84,21 @@ struct DataHeader {
   DataOp op = DataOp::kNop;
   std::uint8_t flags = 0;
   std::uint16_t payload_length = 0;
-  std::uint32_t offset = 0;      // of this payload within the message
+  std::uint32_t offset = 0;  // of this payload within the message
   std::uint32_t message_length = 0;
   // Extensions, present according to op (see extension_size()).
   std::uint64_t remote_addr = 0;  // WRITE*, READ request, atomics
   std::uint32_t rkey = 0;
-  std::uint32_t ssn = 0;          // SEND*, WRITE_IMM: index of the receive it consumes
-  std::uint32_t imm = 0;          // *_IMM
-  std::uint64_t operand = 0;      // FETCH_ADD addend, CMP_SWAP compare, ATOMIC_RESPONSE value
-  std::uint64_t swap = 0;         // CMP_SWAP
-  std::uint32_t rate_kbps = 0;    // READ_REQUEST: the requester's share for the response
+  std::uint32_t ssn = 0;        // SEND*, WRITE_IMM: index of the receive it consumes
+  std::uint32_t imm = 0;        // *_IMM
+  std::uint64_t operand = 0;    // FETCH_ADD addend, CMP_SWAP compare, ATOMIC_RESPONSE value
+  std::uint64_t swap = 0;       // CMP_SWAP
+  std::uint32_t rate_kbps = 0;  // READ_REQUEST: the requester's share for the response
 };
 inline constexpr std::size_t kDataBaseSize = 28;
 
 struct AckHeader {
-  std::uint32_t cum_psn = 0;     // next expected: every earlier PSN was received
+  std::uint32_t cum_psn = 0;  // next expected: every earlier PSN was received
   std::uint32_t echo_timestamp = 0;
   std::uint32_t ack_delay = 0;   // ns between that arrival and this ACK
   std::uint32_t rx_packets = 0;  // packets accepted on this path generation, mod 2^32

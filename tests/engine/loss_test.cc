@@ -38,11 +38,8 @@ TEST_P(LossProperty, ExactlyOnceInOrderByteExact) {
 }
 
 const Impairment kImpairments[] = {
-    {"clean", 0, 0, true},
-    {"loss1", 0.01, 0, true},
-    {"loss5", 0.05, 0.01, true},
-    {"loss10", 0.10, 0.02, true},
-    {"dup5", 0, 0.05, true},
+    {"clean", 0, 0, true},        {"loss1", 0.01, 0, true}, {"loss5", 0.05, 0.01, true},
+    {"loss10", 0.10, 0.02, true}, {"dup5", 0, 0.05, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Seeds, LossProperty,

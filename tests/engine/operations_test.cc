@@ -12,9 +12,7 @@ constexpr Time kLimit = 200 * kMillisecond;
 
 class Operations : public ::testing::Test {
  protected:
-  Operations() : cl(2, 1, 4, 1) {
-    std::tie(a, b) = cl.connect(0, 1);
-  }
+  Operations() : cl(2, 1, 4, 1) { std::tie(a, b) = cl.connect(0, 1); }
   Engine& A() { return cl.engine(0); }
   Engine& B() { return cl.engine(1); }
   Time now() { return cl.net.now(); }

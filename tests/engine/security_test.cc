@@ -29,8 +29,7 @@ class Security : public ::testing::Test {
     cl.net.set_tap([this](int host, const TxMeta& m, std::span<const std::uint8_t> b) {
       wire::Packet p;
       if (host == 0 && wire::decode(b, {}, &p) == wire::DecodeError::kOk &&
-          p.common.type == wire::PacketType::kData && p.data.op == wire::DataOp::kWrite &&
-          !write) {
+          p.common.type == wire::PacketType::kData && p.data.op == wire::DataOp::kWrite && !write) {
         write = Captured{{b.begin(), b.end()}, m};
       }
     });
@@ -104,10 +103,10 @@ TEST_F(Security, MemoryOutsideRegionOrWithoutRightIsRefused) {
     q.data.rkey = rkey;
     forge(q, evil);
   };
-  attempt(dst.addr() + 4000, dst.keys.rkey);        // runs past the end
-  attempt(dst.addr() - 512, dst.keys.rkey);         // starts before
-  attempt(dst.addr(), dst.keys.rkey + 1);           // no such key
-  attempt(readonly.addr(), readonly.keys.rkey);     // no remote write right
+  attempt(dst.addr() + 4000, dst.keys.rkey);     // runs past the end
+  attempt(dst.addr() - 512, dst.keys.rkey);      // starts before
+  attempt(dst.addr(), dst.keys.rkey + 1);        // no such key
+  attempt(readonly.addr(), readonly.keys.rkey);  // no remote write right
   const Counters& after = cl.engine(1).counters();
   EXPECT_EQ(after.drop(DropReason::kOutOfRange), before.drop(DropReason::kOutOfRange) + 2);
   EXPECT_EQ(after.drop(DropReason::kBadKey), before.drop(DropReason::kBadKey) + 1);
@@ -136,7 +135,9 @@ TEST_F(Security, GarbageDuringATransferIsCountedAndHarmless) {
             case 0:
               for (auto& byte : c.bytes) byte = std::uint8_t(rng());
               break;
-            case 1: c.bytes.resize(rng() % c.bytes.size()); break;
+            case 1:
+              c.bytes.resize(rng() % c.bytes.size());
+              break;
             default:
               // Flip a bit in the identity fields (type, connection id or token): such
               // copies must never be taken for the real thing.
@@ -154,8 +155,8 @@ TEST_F(Security, GarbageDuringATransferIsCountedAndHarmless) {
   ASSERT_TRUE(w.run(20 * kSecond));
   w.verify();
   EXPECT_GT(injected, 100u);
-  const std::uint64_t refused = cl.engine(0).counters().total_drops() +
-                                cl.engine(1).counters().total_drops();
+  const std::uint64_t refused =
+      cl.engine(0).counters().total_drops() + cl.engine(1).counters().total_drops();
   EXPECT_GT(refused, injected / 2);
   EXPECT_GT(cl.engine(0).counters().drop(DropReason::kMalformed) +
                 cl.engine(1).counters().drop(DropReason::kMalformed),

@@ -23,8 +23,11 @@ class Workload {
  public:
   Workload(Cluster& cl, int streams, int messages, std::uint32_t max_len, std::uint64_t seed,
            bool with_reads = true)
-      : cl_(cl), src_(cl.engine(0), total(messages, max_len)), dst_(cl.engine(1), total(messages, max_len)),
-        rsrc_(cl.engine(1), total(messages, max_len)), rdst_(cl.engine(0), total(messages, max_len)) {
+      : cl_(cl),
+        src_(cl.engine(0), total(messages, max_len)),
+        dst_(cl.engine(1), total(messages, max_len)),
+        rsrc_(cl.engine(1), total(messages, max_len)),
+        rdst_(cl.engine(0), total(messages, max_len)) {
     std::mt19937_64 rng(seed);
     fill_pattern(src_.bytes, seed);
     fill_pattern(rsrc_.bytes, seed + 1);
@@ -57,9 +60,10 @@ class Workload {
       const Time now = cl_.net.now();
       if (m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm ||
           m.op == WrOpcode::kRdmaWriteWithImm) {
-        ASSERT_EQ(cl_.engine(1).post_recv(now, remote_of_[m.stream],
-                                          make_recv(dst_, std::uint32_t(m.dst_offset), m.length, i)),
-                  Errc::kOk);
+        ASSERT_EQ(
+            cl_.engine(1).post_recv(now, remote_of_[m.stream],
+                                    make_recv(dst_, std::uint32_t(m.dst_offset), m.length, i)),
+            Errc::kOk);
       }
       const bool read = m.op == WrOpcode::kRdmaRead;
       SendWr wr = make_wr(m.op, read ? rdst_ : src_, std::uint32_t(m.src_offset), m.length, i);

@@ -19,8 +19,8 @@ struct Fixture {
     a.connect_stream(0, sa, Endpoint{Address::ipv4(0x0a000002), kDefaultPort}, sb);
     b.connect_stream(0, sb, Endpoint{Address::ipv4(0x0a000001), kDefaultPort}, sa);
     MrKeys ka, kb;
-    a.reg_mr(reinterpret_cast<std::uint64_t>(mem.data()), mem.size() / 2, access::kAll,
-             mem.data(), &ka);
+    a.reg_mr(reinterpret_cast<std::uint64_t>(mem.data()), mem.size() / 2, access::kAll, mem.data(),
+             &ka);
     b.reg_mr(reinterpret_cast<std::uint64_t>(mem.data() + mem.size() / 2), mem.size() / 2,
              access::kAll, mem.data() + mem.size() / 2, &kb);
     // Let the two finish set-up by passing their packets back and forth.

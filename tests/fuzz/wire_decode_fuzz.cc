@@ -18,11 +18,15 @@ std::size_t reencode(const Packet& p, std::vector<std::uint8_t>& out) {
       std::memcpy(out.data() + n, p.payload.data(), p.payload.size());
       return n + p.payload.size();
     }
-    case PacketType::kAck: return encode_ack(p.common, p.ack, out);
-    case PacketType::kNack: return encode_nack(p.common, p.nack, out);
+    case PacketType::kAck:
+      return encode_ack(p.common, p.ack, out);
+    case PacketType::kNack:
+      return encode_nack(p.common, p.nack, out);
     case PacketType::kConnect:
-    case PacketType::kAccept: return encode_handshake(p.common, p.handshake, out);
-    default: return encode_bare(p.common, out);
+    case PacketType::kAccept:
+      return encode_handshake(p.common, p.handshake, out);
+    default:
+      return encode_bare(p.common, out);
   }
 }
 

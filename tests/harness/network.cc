@@ -26,7 +26,9 @@ bool carries_content(const TxMeta& meta, std::span<const std::uint8_t> bytes) {
   return meta.cls == PacketClass::kData && !mroce_nop;
 }
 
-bool is_ect(Ecn e) { return e == Ecn::kEct0 || e == Ecn::kEct1; }
+bool is_ect(Ecn e) {
+  return e == Ecn::kEct0 || e == Ecn::kEct1;
+}
 
 }  // namespace
 
@@ -70,7 +72,9 @@ void Network::schedule(Time t, std::function<void()> fn) {
   events_q_.push(Event{std::max(t, now_), seq_++, std::move(fn)});
 }
 
-void Network::at(Time t, std::function<void()> fn) { schedule(t, std::move(fn)); }
+void Network::at(Time t, std::function<void()> fn) {
+  schedule(t, std::move(fn));
+}
 
 bool Network::run_until(const std::function<bool()>& done, Time limit) {
   // Work the test posted directly since the last run is sent now, as a driver would
@@ -172,7 +176,8 @@ void Network::through_spine(int src_host, int dst_host, int plane, Packet pkt) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   ++sp.stats.packets;
   if (data) ++sp.stats.data_packets;
-  if (sp.p.blackhole || sp.p.blackhole_from == src_host || ((data || sp.p.loss_all) && sp.p.loss > 0 && u(rng_) < sp.p.loss)) {
+  if (sp.p.blackhole || sp.p.blackhole_from == src_host ||
+      ((data || sp.p.loss_all) && sp.p.loss > 0 && u(rng_) < sp.p.loss)) {
     ++sp.stats.dropped;
     if (data) ++sp.stats.data_dropped;
     if (carries_content(pkt.meta, pkt.bytes)) ++sp.stats.content_dropped;
@@ -221,8 +226,8 @@ void Network::to_downlink(int dst_host, int plane, Packet pkt) {
   if (pkt.meta.cls == PacketClass::kData) ++d.stats.data_packets;
   bool dropped = false;
   std::uint32_t depth = 0;
-  const Time leave = serialize(d.q, d.p.rate_bps, d.p.queue_packets, pkt.bytes.size(), &dropped,
-                               &depth);
+  const Time leave =
+      serialize(d.q, d.p.rate_bps, d.p.queue_packets, pkt.bytes.size(), &dropped, &depth);
   d.stats.max_queue = std::max(d.stats.max_queue, depth);
   if (dropped) {
     ++d.stats.queue_drops;
@@ -270,9 +275,9 @@ std::uint64_t Network::total_content_drops() const {
 }
 
 std::size_t Recorder::count(bool recv, WcStatus status) const {
-  return std::size_t(std::count_if(completions.begin(), completions.end(), [&](const Completion& c) {
-    return c.is_recv == recv && c.status == status;
-  }));
+  return std::size_t(
+      std::count_if(completions.begin(), completions.end(),
+                    [&](const Completion& c) { return c.is_recv == recv && c.status == status; }));
 }
 
 Buffer::Buffer(Transport& t, std::size_t size, std::uint32_t access) : bytes(size) {

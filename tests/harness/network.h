@@ -7,8 +7,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <queue>
@@ -29,7 +29,7 @@ struct SpineParams {
   double corrupt = 0;  // flip one random bit and deliver anyway
   double ce = 0;       // probability of CE-marking an ECT packet
   bool blackhole = false;
-  int blackhole_from = -1;  // drop only what this host sends (one direction of a link)
+  int blackhole_from = -1;     // drop only what this host sends (one direction of a link)
   std::uint64_t rate_bps = 0;  // 0: unlimited
   std::uint32_t queue_packets = 1000;
 };
@@ -100,8 +100,8 @@ class Network {
     Ecn ecn;
   };
   struct Queue {
-    Time free_at = 0;      // when the serializer is next idle
-    Time last_exit = 0;    // FIFO: nothing leaves before the previous packet
+    Time free_at = 0;           // when the serializer is next idle
+    Time last_exit = 0;         // FIFO: nothing leaves before the previous packet
     std::deque<Time> in_queue;  // departure times of queued packets
   };
   struct Spine {

@@ -9,7 +9,9 @@
 namespace mroce::wire {
 namespace {
 
-std::vector<std::uint8_t> buffer() { return std::vector<std::uint8_t>(9000); }
+std::vector<std::uint8_t> buffer() {
+  return std::vector<std::uint8_t>(9000);
+}
 
 CommonHeader common(PacketType t) {
   CommonHeader c;

@@ -1,7 +1,7 @@
 // mroce-demo: two MetaRoCE engines moving data over an in-memory lossy multipath
 // network, then a report of goodput, retransmissions and what every path did.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <cstring>
 #include <memory>
@@ -79,10 +79,10 @@ Result run(const Options& o, double loss, int blackhole) {
   std::vector<std::uint8_t> src(o.message), dst(std::size_t(o.message) * 2);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint8_t(i * 131 + 7);
   MrKeys ks, kd;
-  e[0]->reg_mr(reinterpret_cast<std::uint64_t>(src.data()), src.size(), access::kAll,
-               src.data(), &ks);
-  e[1]->reg_mr(reinterpret_cast<std::uint64_t>(dst.data()), dst.size(), access::kAll,
-               dst.data(), &kd);
+  e[0]->reg_mr(reinterpret_cast<std::uint64_t>(src.data()), src.size(), access::kAll, src.data(),
+               &ks);
+  e[1]->reg_mr(reinterpret_cast<std::uint64_t>(dst.data()), dst.size(), access::kAll, dst.data(),
+               &kd);
   for (int i = 0; i < o.messages; ++i) {
     SendWr wr;
     wr.wr_id = std::uint64_t(i);
@@ -96,15 +96,16 @@ Result run(const Options& o, double loss, int blackhole) {
   }
   if (blackhole >= 0) {
     const double seconds = double(o.message) * o.messages * 8 / (o.gbps * 1e9);
-    net.at(Time(seconds / 2 * 1e9), [&net, blackhole] { net.spine(0, blackhole).blackhole = true; });
+    net.at(Time(seconds / 2 * 1e9),
+           [&net, blackhole] { net.spine(0, blackhole).blackhole = true; });
   }
   const std::size_t total = std::size_t(o.messages);
   net.run_until([&] { return sink[0].completions >= total; }, 120 * kSecond);
 
   Result r;
   r.elapsed = net.now();
-  r.goodput_gbps = double(o.message) * double(sink[0].completions - sink[0].errors) * 8 /
-                   double(net.now());
+  r.goodput_gbps =
+      double(o.message) * double(sink[0].completions - sink[0].errors) * 8 / double(net.now());
   r.byte_exact = sink[0].completions == total && sink[0].errors == 0 &&
                  std::memcmp(src.data(), dst.data(), o.message) == 0 &&
                  std::memcmp(src.data(), dst.data() + o.message, o.message) == 0;
@@ -156,8 +157,9 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "print every path in every run");
   CLI11_PARSE(app, argc, argv);
 
-  fmt::print("MetaRoCE demo: {} x {} KiB RDMA WRITE, {} paths over {} spines, {:.0f} Gbit/s port\n\n",
-             o.messages, o.message / 1024, o.paths, o.spines, o.gbps);
+  fmt::print(
+      "MetaRoCE demo: {} x {} KiB RDMA WRITE, {} paths over {} spines, {:.0f} Gbit/s port\n\n",
+      o.messages, o.message / 1024, o.paths, o.spines, o.gbps);
   struct Case {
     std::string name;
     double loss;
@@ -185,7 +187,8 @@ int main(int argc, char** argv) {
                r.byte_exact ? "yes" : "NO");
     if (verbose || c.blackhole >= 0) print_paths(r);
   }
-  fmt::print("\nEvery lost packet was resent on the path that lost it; paths through the dead\n"
-             "spine were given new source ports (re-entropy) and their packets moved away.\n");
+  fmt::print(
+      "\nEvery lost packet was resent on the path that lost it; paths through the dead\n"
+      "spine were given new source ports (re-entropy) and their packets moved away.\n");
   return all_exact ? 0 : 1;
 }

@@ -2,8 +2,8 @@
 // type and opcode (set-up, each operation, loss and its SACKs, a refused SEND, close)
 // and writes what they sent to a pcap file, for the dissector and for anyone who wants
 // to look at MetaRoCE on the wire.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -95,9 +95,8 @@ int main(int argc, char** argv) {
     net.add_host(e[h].get(), c.planes, c.listen_port);
   }
   for (int s = 0; s < 4; ++s) net.spine(0, s).loss = loss;
-  net.set_tap([&](int, const TxMeta& m, std::span<const std::uint8_t> b) {
-    pcap.write(net.now(), m, b);
-  });
+  net.set_tap(
+      [&](int, const TxMeta& m, std::span<const std::uint8_t> b) { pcap.write(net.now(), m, b); });
 
   StreamId a = 0, b = 0;
   e[0]->create_stream({}, &a);
@@ -148,6 +147,7 @@ int main(int argc, char** argv) {
     pcap.write(net.now(), m, junk);  // DATA with a truncated header
   }
   const bool ok = rec[0].completions.size() >= 7;
-  fmt::print("{} packets written to {}{}\n", pcap.packets(), out, ok ? "" : " (session incomplete)");
+  fmt::print("{} packets written to {}{}\n", pcap.packets(), out,
+             ok ? "" : " (session incomplete)");
   return ok ? 0 : 1;
 }
