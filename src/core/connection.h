@@ -47,6 +47,15 @@ class Connection {
   void on_confirm(Time now);
   void on_close(Time now, bool ack);
   std::uint32_t peer_conn() const { return peer_conn_; }
+  // An ACCEPT must come from the endpoint we are connecting to: one of its addresses is
+  // the one we know it by, with its listening port.
+  bool answers_from_peer(const wire::HandshakeHeader& hs) const {
+    if (hs.listen_port != peer_.port) return false;
+    for (std::size_t i = 0; i < hs.address_count && i < hs.addresses.size(); ++i) {
+      if (hs.addresses[i] == peer_.addr.bytes) return true;
+    }
+    return false;
+  }
   bool matches_peer_incarnation(const wire::HandshakeHeader& hs) const {
     return peer_conn_ == hs.src_conn && peer_token_ == hs.src_token;
   }

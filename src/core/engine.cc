@@ -264,6 +264,10 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
         ctx_.drop(DropReason::kMalformed);
         return;
       }
+      if (!c->answers_from_peer(pkt.handshake)) {
+        ctx_.drop(DropReason::kWrongPeer);
+        return;
+      }
       c->on_handshake(now, pkt);
       break;
     case wire::PacketType::kConfirm:
@@ -298,6 +302,14 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
   touch(*c);
 }
 
+bool Engine::is_local(const Endpoint& e) const {
+  if (e.port != ctx_.config.listen_port) return false;
+  for (const Address& a : ctx_.config.planes) {
+    if (a == e.addr) return true;
+  }
+  return false;
+}
+
 void Engine::on_connect(Time now, const wire::Packet& pkt) {
   const wire::HandshakeHeader& hs = pkt.handshake;
   if (hs.paths > 256 ||
@@ -308,6 +320,11 @@ void Engine::on_connect(Time now, const wire::Packet& pkt) {
   Endpoint peer;
   peer.addr.bytes = hs.addresses[0];
   peer.port = hs.listen_port;
+  if (is_local(peer)) {
+    // Our own CONNECT sent back to us: answering it would connect us to ourselves.
+    ctx_.drop(DropReason::kWrongPeer);
+    return;
+  }
   Connection* c = nullptr;
   if (auto it = by_peer_.find(peer); it != by_peer_.end()) c = find(it->second);
   if (c && c->peer_conn() != 0 && !c->matches_peer_incarnation(hs)) {

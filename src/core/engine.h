@@ -62,6 +62,7 @@ class Engine final : public Transport {
   Connection* find(ConnId id) const;
   Connection* create(Time now, const Endpoint& peer);
   void on_connect(Time now, const wire::Packet& pkt);
+  bool is_local(const Endpoint& e) const;
   // After any call into a connection: re-arm its timer, offer it a turn to send, and
   // release it once it has ended.
   void touch(Connection& c);

@@ -64,6 +64,7 @@ enum class DropReason : std::uint8_t {
   kReceiverNotReady,  // SEND with no posted receive
   kNoResources,       // message table full
   kBadAck,            // acknowledges data never sent
+  kWrongPeer,         // set-up packet naming an endpoint the connection is not with
   kCount,
 };
 const char* to_string(DropReason);

@@ -115,6 +115,8 @@ const char* to_string(DropReason r) {
       return "no_resources";
     case DropReason::kBadAck:
       return "bad_ack";
+    case DropReason::kWrongPeer:
+      return "wrong_peer";
     case DropReason::kCount:
       break;
   }

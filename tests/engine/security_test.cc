@@ -1,6 +1,8 @@
 // A packet that does not belong to a live connection, carries the wrong token, or names
 // memory outside a region or without the right, is dropped and counted and never
 // placed; garbage never crashes the engine nor corrupts a transfer in progress.
+#include <optional>
+
 #include "engine/workload.h"
 #include "wire/codec.h"
 
@@ -161,6 +163,57 @@ TEST_F(Security, GarbageDuringATransferIsCountedAndHarmless) {
   EXPECT_GT(cl.engine(0).counters().drop(DropReason::kMalformed) +
                 cl.engine(1).counters().drop(DropReason::kMalformed),
             0u);
+}
+
+TEST(SetUpSecurity, ReflectedConnectAndAcceptFromElsewhereAreRefused) {
+  // An attacker on the path sends an endpoint its own CONNECT back, and an ACCEPT that
+  // claims another endpoint. Answering either would connect it to itself or to a
+  // stranger; both are dropped as "wrong peer" and the real set-up goes on.
+  Cluster cl(2, 1, 4, 79);
+  std::optional<Captured> connect, accept;
+  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (wire::decode(b, {}, &p) != wire::DecodeError::kOk) return;
+    if (host == 0 && p.common.type == wire::PacketType::kConnect && !connect) {
+      connect = Captured{{b.begin(), b.end()}, m};
+    }
+    if (host == 1 && p.common.type == wire::PacketType::kAccept && !accept) {
+      accept = Captured{{b.begin(), b.end()}, m};
+    }
+  });
+  StreamId s = 0, peer_s = 0;
+  ASSERT_EQ(cl.engine(0).create_stream({}, &s), Errc::kOk);
+  ASSERT_EQ(cl.engine(1).create_stream({}, &peer_s), Errc::kOk);
+  ASSERT_EQ(cl.engine(0).connect_stream(0, s, cl.hosts[1]->endpoint(), peer_s), Errc::kOk);
+  ASSERT_EQ(cl.engine(1).connect_stream(0, peer_s, cl.hosts[0]->endpoint(), s), Errc::kOk);
+  cl.net.run_for(1 * kMicrosecond);
+  ASSERT_TRUE(connect.has_value());
+  cl.net.inject(0, rx_of(connect->meta), connect->bytes);
+  EXPECT_EQ(cl.engine(0).counters().drop(DropReason::kWrongPeer), 1u);
+  int connections = 0;
+  cl.engine(0).for_each_connection([&](ConnId) { ++connections; });
+  EXPECT_EQ(connections, 1) << "the reflected CONNECT created a connection";
+
+  cl.net.run_for(1 * kMillisecond);
+  ASSERT_TRUE(accept.has_value());
+  wire::Packet p;
+  ASSERT_EQ(wire::decode(accept->bytes, {}, &p), wire::DecodeError::kOk);
+  p.handshake.listen_port += 1;  // another endpoint on the same host
+  std::vector<std::uint8_t> forged(512);
+  forged.resize(wire::encode_handshake(p.common, p.handshake, forged));
+  cl.net.inject(0, rx_of(accept->meta), forged);
+  EXPECT_EQ(cl.engine(0).counters().drop(DropReason::kWrongPeer), 2u);
+
+  // The genuine set-up was not disturbed: a WRITE goes through.
+  Buffer src(cl.engine(0), 4096), dst(cl.engine(1), 4096);
+  fill_pattern(src.bytes, 5);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), s, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 100 * kMillisecond));
+  EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(src.bytes, dst.bytes);
 }
 
 }  // namespace
