@@ -12,24 +12,6 @@ namespace {
 
 constexpr std::uint8_t kInfiniteRnrRetry = 7;
 
-WcOpcode wc_opcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return WcOpcode::kRdmaWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead:
-      return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpSwp:
-      return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAdd:
-      return WcOpcode::kFetchAdd;
-  }
-  return WcOpcode::kSend;
-}
-
 bool is_atomic(WrOpcode op) {
   return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
 }
@@ -453,7 +435,7 @@ void Requester::complete(const Wqe& w, WcStatus status) {
   c.wr_id = w.wr.wr_id;
   c.stream = qp_.qpn();
   c.status = status;
-  c.opcode = wc_opcode(w.wr.opcode);
+  c.opcode = completion_opcode(w.wr.opcode);
   c.byte_len = status == WcStatus::kSuccess ? w.length : 0;
   qp_.ctx().complete(c);
 }

@@ -38,24 +38,6 @@ struct Wqe {
   }
 };
 
-inline WcOpcode completion_opcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return WcOpcode::kRdmaWrite;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-      return WcOpcode::kSend;
-    case WrOpcode::kRdmaRead:
-      return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpSwp:
-      return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAdd:
-      return WcOpcode::kFetchAdd;
-  }
-  return WcOpcode::kSend;
-}
-
 struct RecvWqe {
   RecvWr wr;
   std::uint64_t length = 0;  // sum of its SGEs

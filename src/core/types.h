@@ -153,6 +153,25 @@ enum class WcOpcode : std::uint8_t {
   kRecvRdmaWithImm = 129,
 };
 
+// The completion opcode of a work request's own completion.
+inline WcOpcode completion_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm:
+      return WcOpcode::kRdmaWrite;
+    case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm:
+      return WcOpcode::kSend;
+    case WrOpcode::kRdmaRead:
+      return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpSwp:
+      return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAdd:
+      return WcOpcode::kFetchAdd;
+  }
+  return WcOpcode::kSend;
+}
+
 inline constexpr int kMaxSge = 4;
 
 // A scatter/gather element: local memory named by a registered region's lkey.
