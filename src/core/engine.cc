@@ -320,11 +320,6 @@ void Engine::on_connect(Time now, const wire::Packet& pkt) {
   Endpoint peer;
   peer.addr.bytes = hs.addresses[0];
   peer.port = hs.listen_port;
-  if (is_local(peer)) {
-    // Our own CONNECT sent back to us: answering it would connect us to ourselves.
-    ctx_.drop(DropReason::kWrongPeer);
-    return;
-  }
   Connection* c = nullptr;
   if (auto it = by_peer_.find(peer); it != by_peer_.end()) c = find(it->second);
   if (c && c->peer_conn() != 0 && !c->matches_peer_incarnation(hs)) {
@@ -335,6 +330,12 @@ void Engine::on_connect(Time now, const wire::Packet& pkt) {
     c = nullptr;
   }
   if (c && c->finished()) c = nullptr;
+  if (!c && is_local(peer)) {
+    // Our own CONNECT sent back to us, while we open no connection to ourselves:
+    // answering it would.
+    ctx_.drop(DropReason::kWrongPeer);
+    return;
+  }
   if (!c) {
     if (!ctx_.config.accept_incoming) {
       ctx_.drop(DropReason::kUnknownConn);

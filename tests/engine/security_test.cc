@@ -216,5 +216,26 @@ TEST(SetUpSecurity, ReflectedConnectAndAcceptFromElsewhereAreRefused) {
   EXPECT_EQ(src.bytes, dst.bytes);
 }
 
+TEST(SetUpSecurity, AConnectionToItselfStillWorks) {
+  // Two streams of one endpoint bound to each other (two queue pairs of one Verbs
+  // context connected together): the endpoint's CONNECT to itself is not a reflection.
+  Cluster cl(1, 1, 1, 5);
+  StreamId a = 0, b = 0;
+  ASSERT_EQ(cl.engine(0).create_stream({}, &a), Errc::kOk);
+  ASSERT_EQ(cl.engine(0).create_stream({}, &b), Errc::kOk);
+  ASSERT_EQ(cl.engine(0).connect_stream(0, a, cl.hosts[0]->endpoint(), b), Errc::kOk);
+  ASSERT_EQ(cl.engine(0).connect_stream(0, b, cl.hosts[0]->endpoint(), a), Errc::kOk);
+  Buffer src(cl.engine(0), 4096), dst(cl.engine(0), 4096);
+  fill_pattern(src.bytes, 3);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(0, a, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 100 * kMillisecond));
+  EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_EQ(cl.engine(0).counters().drop(DropReason::kWrongPeer), 0u);
+}
+
 }  // namespace
 }  // namespace mroce::testing
