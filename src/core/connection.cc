@@ -54,8 +54,8 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
         handshake_at_ = now;
         handshake_interval_ = cfg_.connect_retry;
         break;
-      case ConnState::kAccepting:  // our ACCEPT was lost
-        handshake_at_ = now;
+      case ConnState::kAccepting:  // our ACCEPTs were lost, or this CONNECT is a copy
+        send_accept_ = true;
         break;
       case ConnState::kEstablished:  // our ACCEPT or CONFIRM was lost
         send_accept_ = true;
@@ -82,6 +82,7 @@ void Connection::on_confirm(Time now) {
 void Connection::establish(Time now) {
   state_ = ConnState::kEstablished;
   handshake_at_ = kNever;
+  handshake_copy_ = false;
   tx_.clear();
   tx_.reserve(cfg_.paths);
   const std::uint32_t per_path =
@@ -122,6 +123,7 @@ void Connection::on_close(Time now, bool ack) {
   if (state_ != ConnState::kClosing) emit_event(now, EventKind::kConnClosed);
   state_ = ConnState::kClosing;  // closed once the CLOSE_ACK is out
   handshake_at_ = kNever;
+  handshake_copy_ = false;
 }
 
 void Connection::emit_event(Time now, EventKind kind, std::uint16_t path, std::uint8_t plane) {

@@ -189,6 +189,7 @@ class Connection {
   Time handshake_at_ = kNever;  // next CONNECT/ACCEPT/CLOSE retransmission
   Time handshake_interval_ = 0;
   std::uint32_t handshake_tries_ = 0;
+  bool handshake_copy_ = false;  // the second of a timed pair is still to go
   bool send_connect_ = false;
   bool send_accept_ = false;
   bool send_confirm_ = false;

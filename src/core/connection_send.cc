@@ -72,14 +72,18 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
     c.type = wire::PacketType::kConfirm;
     len = wire::encode_bare(c, buf);
     send_confirm_ = false;
-  } else if (send_close_ && now >= handshake_at_) {
+  } else if (send_close_ && (now >= handshake_at_ || handshake_copy_)) {
     c.type = wire::PacketType::kClose;
     len = wire::encode_bare(c, buf);
     retry = true;
   } else {
-    const bool connect = state_ == ConnState::kConnecting && now >= handshake_at_;
-    const bool accept = send_accept_ || (state_ == ConnState::kAccepting && now >= handshake_at_);
-    if (!connect && !accept) return false;
+    const bool due = now >= handshake_at_ || handshake_copy_;
+    const bool connect = state_ == ConnState::kConnecting && due;
+    const bool accept = send_accept_ || (state_ == ConnState::kAccepting && due);
+    if (!connect && !accept) {
+      handshake_copy_ = false;
+      return false;
+    }
     wire::HandshakeHeader hs;
     hs.src_conn = id_;
     hs.src_token = local_token_;
@@ -113,9 +117,15 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
   out->ecn = Ecn::kNotEct;
   out->cls = PacketClass::kControl;
   out->length = out->wire_length = static_cast<std::uint32_t>(len);
-  if (retry) {
+  // A timed set-up packet goes out twice, each time from another source port: at high
+  // loss one of the two usually gets through, where a lone packet lost would cost the
+  // whole retry interval.
+  if (retry && handshake_copy_) {
+    handshake_copy_ = false;
+  } else if (retry) {
     handshake_at_ = now + handshake_interval_;
     handshake_interval_ = std::min(2 * handshake_interval_, kSecond);
+    handshake_copy_ = true;
   }
   return len > 0;
 }
