@@ -69,9 +69,11 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
   if (state_ == ConnState::kConnecting || state_ == ConnState::kAccepting) {
     adopt_peer(hs);
     establish(now);
-    send_confirm_ = true;
+    // A pair, like the timed packets: the peer, if still ACCEPTING, would otherwise
+    // wait a retry interval for a lost one when it has nothing else to hear from us.
+    confirms_due_ = 2;
   } else if (state_ == ConnState::kEstablished) {
-    send_confirm_ = true;  // our CONFIRM was lost
+    confirms_due_ = std::max<std::uint8_t>(confirms_due_, 1);  // our CONFIRMs were lost
   }
 }
 

@@ -192,7 +192,7 @@ class Connection {
   bool handshake_copy_ = false;  // the second of a timed pair is still to go
   bool send_connect_ = false;
   bool send_accept_ = false;
-  bool send_confirm_ = false;
+  std::uint8_t confirms_due_ = 0;  // CONFIRMs still to send
   bool send_close_ = false;
   bool send_close_ack_ = false;
 

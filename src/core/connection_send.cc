@@ -68,10 +68,10 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
     len = wire::encode_bare(c, buf);
     send_close_ack_ = false;
     if (!send_close_) state_ = ConnState::kClosed;
-  } else if (send_confirm_) {
+  } else if (confirms_due_ > 0) {
     c.type = wire::PacketType::kConfirm;
     len = wire::encode_bare(c, buf);
-    send_confirm_ = false;
+    --confirms_due_;
   } else if (send_close_ && (now >= handshake_at_ || handshake_copy_)) {
     c.type = wire::PacketType::kClose;
     len = wire::encode_bare(c, buf);
