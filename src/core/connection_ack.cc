@@ -233,6 +233,13 @@ void Connection::move_content(TxEntry& e) {
   e.seg = SegmentRef{};
 }
 
+// Tail probes per silent period, PTO apart (no doubling: where loss is normal, a probe
+// round trip over a path losing one packet in ten each way fails one time in five, and
+// each doubling would lengthen the stall the next probe ends). 16 probes of 44 bytes
+// span the default 1 ms minimum RTO on a fabric of 10 us round trips, and bound what a
+// dead path costs before its RTO.
+constexpr std::uint8_t kMaxTailProbes = 16;
+
 void Connection::check_timeouts(Time now) {
   path_timer_at_ = kNever;
   for (TxPath& p : tx_) {
@@ -243,11 +250,10 @@ void Connection::check_timeouts(Time now) {
     if (p.inflight == 0 && p.lost_pending == 0) continue;
     if (now < p.last_progress + path_rto(p)) {
       arm_path_timer(p.last_progress + path_rto(p));
-      if (!p.tail_probe && p.inflight > 0 && p.timeouts == 0) {
-        // A probe, or its ACK, can be lost too: probe again, each time waiting twice
-        // as long, until the RTO.
-        const Time due =
-            p.last_send + (path_pto(p) << std::min<std::uint8_t>(p.tail_probes_sent, 8));
+      if (!p.tail_probe && p.inflight > 0 && p.timeouts == 0 &&
+          p.tail_probes_sent < kMaxTailProbes) {
+        // A probe, or its ACK, can be lost too: probe again a PTO after the last send.
+        const Time due = p.last_send + path_pto(p);
         if (now >= due) {
           p.tail_probe = true;
           ++p.tail_probes_sent;

@@ -92,30 +92,52 @@ TEST(Timers, TimeoutBacksOffThenPathFailsAndProbesSlowDown) {
     at.push_back(sends[i] - sends[0]);
     port_at.push_back(ports[i]);
   }
-  // DATA; tail probes after PTO = 2 x SRTT + ACK delay (2 x 50 + 20 us), then 2 and 4
-  // PTOs after the one before; timeouts at 1 ms, then 2 and 4 ms later (the third fails
-  // the path and the first probe leaves at once); then probes 2, 4, 8, 16, 16 ... ms apart.
-  const std::vector<Time> expected = {0,
-                                      120 * kMicrosecond,
-                                      360 * kMicrosecond,
-                                      840 * kMicrosecond,
-                                      1 * kMillisecond,
-                                      3 * kMillisecond,
-                                      7 * kMillisecond,
-                                      9 * kMillisecond,
-                                      13 * kMillisecond,
-                                      21 * kMillisecond,
-                                      37 * kMillisecond,
-                                      53 * kMillisecond,
-                                      69 * kMillisecond,
-                                      85 * kMillisecond};
+  // DATA; tail probes every PTO = 2 x SRTT + ACK delay (2 x 50 + 20 us) until the RTO;
+  // timeouts at 1 ms, then 2 and 4 ms later (the third fails the path and the first
+  // probe leaves at once); then probes 2, 4, 8, 16, 16 ... ms apart.
+  std::vector<Time> expected = {0};
+  for (Time t = 120 * kMicrosecond; t < 1 * kMillisecond; t += 120 * kMicrosecond) {
+    expected.push_back(t);
+  }
+  const std::size_t first_timeout = expected.size();
+  for (Time t : {1, 3, 7, 9, 13, 21, 37, 53, 69, 85}) expected.push_back(t * kMillisecond);
   ASSERT_GE(at.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(at[i], expected[i]) << i;
   // Each probe after the first leaves from a new source port (re-entropy).
-  for (std::size_t i = 7; i < expected.size(); ++i) EXPECT_NE(port_at[i], port_at[i - 1]) << i;
+  for (std::size_t i = first_timeout + 3; i < expected.size(); ++i) {
+    EXPECT_NE(port_at[i], port_at[i - 1]) << i;
+  }
   // The deadline the engine reports is the next probe.
   EXPECT_GT(cl.engine(0).next_deadline(), cl.net.now());
   EXPECT_LE(cl.engine(0).next_deadline(), cl.net.now() + 16 * kMillisecond);
+}
+
+TEST(Timers, TailProbesStopAtTheirBoundThenTheRtoDecides) {
+  Cluster cl(2, 1, 1, 4, [](int, EngineConfig& c) {
+    c.paths = 1;
+    c.min_rto = 5 * kMillisecond;
+  });
+  auto [a, b] = cl.connect(0, 1);
+  (void)b;
+  Buffer src(cl.engine(0), 4096), dst(cl.engine(1), 4096);
+  cl.net.run_for(1 * kMillisecond);
+  std::vector<Time> sends;
+  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t>) {
+    if (host == 0 && m.cls == PacketClass::kData) sends.push_back(cl.net.now());
+  });
+  cl.net.spine(0, 0).blackhole = true;
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 100, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  cl.net.run_for(5 * kMillisecond + 1);
+  // The DATA, 16 probes a PTO (120 us) apart, silence, then the timeout resends what
+  // the path holds (its PSNs stay dense).
+  ASSERT_GE(sends.size(), 18u);
+  for (std::size_t i = 1; i <= 16; ++i) {
+    EXPECT_EQ(sends[i] - sends[0], static_cast<Time>(i) * 120 * kMicrosecond) << i;
+  }
+  EXPECT_EQ(sends[17] - sends[0], 5 * kMillisecond);
 }
 
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
