@@ -38,6 +38,67 @@ void EventQueue::insert_before_last(std::uint32_t last, std::uint32_t n) {
   nodes_[prev].next = n;
 }
 
+void EventQueue::sort_slot(std::size_t s) {
+  std::uint64_t& word = unsorted_bits_[s >> 6];
+  const std::uint64_t bit = std::uint64_t{1} << (s & 63);
+  if (!(word & bit)) return;
+  word &= ~bit;
+  // Bottom-up merge sort of the list, opened at its head: stable, so events of equal
+  // time keep the order they were scheduled in.
+  const std::uint32_t last = last_[s];
+  std::uint32_t head = nodes_[last].next;
+  nodes_[last].next = kNil;
+  std::size_t length = 0;
+  for (std::uint32_t n = head; n != kNil; n = nodes_[n].next) ++length;
+  for (std::size_t width = 1; width < length; width *= 2) {
+    std::uint32_t merged = kNil;  // head of the list being built
+    std::uint32_t tail = kNil;
+    std::uint32_t rest = head;
+    while (rest != kNil) {
+      // Cuts two runs of `width` off the front of `rest`.
+      std::uint32_t a = rest;
+      std::uint32_t b = a;
+      for (std::size_t i = 1; i < width && nodes_[b].next != kNil; ++i) b = nodes_[b].next;
+      std::uint32_t second = nodes_[b].next;
+      nodes_[b].next = kNil;
+      std::uint32_t c = second;
+      for (std::size_t i = 1; i < width && c != kNil && nodes_[c].next != kNil; ++i) {
+        c = nodes_[c].next;
+      }
+      if (c != kNil) {
+        rest = nodes_[c].next;
+        nodes_[c].next = kNil;
+      } else {
+        rest = kNil;
+      }
+      b = second;
+      // Merges a and b; on equal times a (scheduled first) goes first.
+      while (a != kNil || b != kNil) {
+        std::uint32_t take;
+        if (b == kNil || (a != kNil && nodes_[a].time <= nodes_[b].time)) {
+          take = a;
+          a = nodes_[a].next;
+        } else {
+          take = b;
+          b = nodes_[b].next;
+        }
+        if (tail == kNil) {
+          merged = take;
+        } else {
+          nodes_[tail].next = take;
+        }
+        tail = take;
+      }
+    }
+    nodes_[tail].next = kNil;
+    head = merged;
+  }
+  std::uint32_t tail = head;
+  while (nodes_[tail].next != kNil) tail = nodes_[tail].next;
+  nodes_[tail].next = head;
+  last_[s] = tail;
+}
+
 std::size_t EventQueue::next_busy(std::size_t s) const {
   std::size_t w = s >> 6;
   std::uint64_t bits = busy_bits_[w] & (~std::uint64_t{0} << (s & 63));
@@ -77,6 +138,7 @@ bool EventQueue::load_next_slot() {
     --busy_slots_;
   }
   batch_end_ = base_ + kSlotWidth;
+  sort_slot(cursor_);
   // Before anything can be scheduled at their times, and in (time, sequence) order.
   pull_due_overflow();
   return true;

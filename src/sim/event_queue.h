@@ -1,12 +1,16 @@
 // The discrete-event core: a timing wheel of 65,536 slots of 256 ps (a 16 us horizon,
 // enough for a packet's hop behind a full queue) backed by a binary heap for later
-// events (timers, scripted actions). A slot is a list of events sorted by time, ties
-// in scheduling order (circular, named by its last node): a new event usually goes
-// last, else it is inserted after every event of equal or earlier time, a short walk
-// since a slot spans a quarter of a nanosecond. Later events enter the wheel before anything else
-// can be scheduled at their time, so events of equal time always run in the order they were
-// scheduled: a run is a pure function of its inputs. List nodes come from one array and are reused
-// most recently freed first; once it has grown to the run's peak, scheduling never allocates.
+// events (timers, scripted actions). A slot is a list of events (circular, named by its
+// last node) in scheduling order; one that received an event earlier than its last is
+// marked, and sorted by time, ties kept in scheduling order, when the cursor reaches it.
+// Sorting late, not inserting in place, matters when thousands of hosts act in step:
+// their packets then crowd a slot with times a few picoseconds apart, and each insertion
+// in place walked the whole list. Events scheduled into the cursor's own slot are still
+// inserted in place. Later events enter the wheel before anything else can be scheduled
+// at their time, so events of equal time always run in the order they were scheduled: a
+// run is a pure function of its inputs. List nodes come from one array and are reused
+// most recently freed first; once it has grown to the run's peak, scheduling never
+// allocates.
 #pragma once
 
 #include <array>
@@ -125,7 +129,8 @@ class EventQueue {
       last_[s] = n;
       busy_bits_[s >> 6] |= std::uint64_t{1} << (s & 63);
       busy_slots_ += s != cursor_;
-    } else if (node.time >= nodes_[last].time) {
+    } else if (node.time >= nodes_[last].time || s != cursor_) {
+      if (node.time < nodes_[last].time) unsorted_bits_[s >> 6] |= std::uint64_t{1} << (s & 63);
       node.next = nodes_[last].next;
       nodes_[last].next = n;
       last_[s] = n;
@@ -134,6 +139,8 @@ class EventQueue {
     }
   }
   void insert_before_last(std::uint32_t last, std::uint32_t n);
+  // Sorts slot s by time, ties in list order, if an insertion left it out of order.
+  void sort_slot(std::size_t s);
   // The first slot holding events at or after `s`, wrapping; one must exist.
   std::size_t next_busy(std::size_t s) const;
   std::uint32_t grow();
@@ -148,6 +155,8 @@ class EventQueue {
   std::array<std::uint32_t, kSlots> last_;  // each slot's last node, or kNil
   // Bit s set when slot s holds events: finding the next one skips 64 empty slots a step.
   std::array<std::uint64_t, kSlots / 64> busy_bits_{};
+  // Bit s set when slot s (not the cursor's) holds events out of time order.
+  std::array<std::uint64_t, kSlots / 64> unsorted_bits_{};
   std::size_t busy_slots_ = 0;  // future slots holding events (the cursor's excluded)
   std::size_t cursor_ = 0;
   SimTime base_ = 0;                // start time of the cursor's slot

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "sim/rng.h"
@@ -71,6 +72,36 @@ TEST(EventQueue, MatchesAStableSortUnderRandomLoad) {
     q.run_one();
     ASSERT_EQ(q.now(), t);
     last = t;
+  }
+  auto want = c.scheduled;
+  std::stable_sort(want.begin(), want.end(),
+                   [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  ASSERT_EQ(c.ran.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(c.ran[i], std::get<1>(want[i])) << i;
+}
+
+// Thousands of events a few picoseconds apart in one slot, as when thousands of hosts act
+// in step, scheduled out of order and with ties; more join the slot while it runs.
+TEST(EventQueue, ACrowdedSlotRunsInTimeOrderTiesInSchedulingOrder) {
+  struct Crowd final : EventHandler {
+    EventQueue* q;
+    Rng rng{11};
+    std::vector<std::tuple<SimTime, std::uint64_t>> scheduled;
+    std::vector<std::uint64_t> ran;
+    void add(SimTime at) {
+      scheduled.emplace_back(at, scheduled.size());
+      q->schedule(at, this, scheduled.size() - 1);
+    }
+    void on_event(SimTime now, std::uint64_t id) override {
+      ran.push_back(id);
+      if (id % 7 == 0 && scheduled.size() < 6000) add(now + rng.below(4));
+    }
+  } c;
+  EventQueue q;
+  c.q = &q;
+  const SimTime slot = 1 * kUs;  // a multiple of the 256 ps slot width
+  for (int i = 0; i < 5000; ++i) c.add(slot + 255 - c.rng.below(256));
+  while (q.run_one()) {
   }
   auto want = c.scheduled;
   std::stable_sort(want.begin(), want.end(),
