@@ -80,10 +80,7 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
     const bool due = now >= handshake_at_ || handshake_copy_;
     const bool connect = state_ == ConnState::kConnecting && due;
     const bool accept = send_accept_ || (state_ == ConnState::kAccepting && due);
-    if (!connect && !accept) {
-      handshake_copy_ = false;
-      return false;
-    }
+    if (!connect && !accept) return false;
     wire::HandshakeHeader hs;
     hs.src_conn = id_;
     hs.src_token = local_token_;

@@ -43,60 +43,22 @@ void EventQueue::sort_slot(std::size_t s) {
   const std::uint64_t bit = std::uint64_t{1} << (s & 63);
   if (!(word & bit)) return;
   word &= ~bit;
-  // Bottom-up merge sort of the list, opened at its head: stable, so events of equal
-  // time keep the order they were scheduled in.
+  // Stable: events of equal time keep the order they were scheduled in.
+  sort_scratch_.clear();
   const std::uint32_t last = last_[s];
-  std::uint32_t head = nodes_[last].next;
-  nodes_[last].next = kNil;
-  std::size_t length = 0;
-  for (std::uint32_t n = head; n != kNil; n = nodes_[n].next) ++length;
-  for (std::size_t width = 1; width < length; width *= 2) {
-    std::uint32_t merged = kNil;  // head of the list being built
-    std::uint32_t tail = kNil;
-    std::uint32_t rest = head;
-    while (rest != kNil) {
-      // Cuts two runs of `width` off the front of `rest`.
-      std::uint32_t a = rest;
-      std::uint32_t b = a;
-      for (std::size_t i = 1; i < width && nodes_[b].next != kNil; ++i) b = nodes_[b].next;
-      std::uint32_t second = nodes_[b].next;
-      nodes_[b].next = kNil;
-      std::uint32_t c = second;
-      for (std::size_t i = 1; i < width && c != kNil && nodes_[c].next != kNil; ++i) {
-        c = nodes_[c].next;
-      }
-      if (c != kNil) {
-        rest = nodes_[c].next;
-        nodes_[c].next = kNil;
-      } else {
-        rest = kNil;
-      }
-      b = second;
-      // Merges a and b; on equal times a (scheduled first) goes first.
-      while (a != kNil || b != kNil) {
-        std::uint32_t take;
-        if (b == kNil || (a != kNil && nodes_[a].time <= nodes_[b].time)) {
-          take = a;
-          a = nodes_[a].next;
-        } else {
-          take = b;
-          b = nodes_[b].next;
-        }
-        if (tail == kNil) {
-          merged = take;
-        } else {
-          nodes_[tail].next = take;
-        }
-        tail = take;
-      }
-    }
-    nodes_[tail].next = kNil;
-    head = merged;
+  std::uint32_t n = last;
+  do {
+    n = nodes_[n].next;
+    sort_scratch_.push_back(n);
+  } while (n != last);
+  std::stable_sort(
+      sort_scratch_.begin(), sort_scratch_.end(),
+      [this](std::uint32_t a, std::uint32_t b) { return nodes_[a].time < nodes_[b].time; });
+  for (std::size_t i = 0; i + 1 < sort_scratch_.size(); ++i) {
+    nodes_[sort_scratch_[i]].next = sort_scratch_[i + 1];
   }
-  std::uint32_t tail = head;
-  while (nodes_[tail].next != kNil) tail = nodes_[tail].next;
-  nodes_[tail].next = head;
-  last_[s] = tail;
+  nodes_[sort_scratch_.back()].next = sort_scratch_.front();
+  last_[s] = sort_scratch_.back();
 }
 
 std::size_t EventQueue::next_busy(std::size_t s) const {

@@ -157,7 +157,8 @@ class EventQueue {
   std::array<std::uint64_t, kSlots / 64> busy_bits_{};
   // Bit s set when slot s (not the cursor's) holds events out of time order.
   std::array<std::uint64_t, kSlots / 64> unsorted_bits_{};
-  std::size_t busy_slots_ = 0;  // future slots holding events (the cursor's excluded)
+  std::vector<std::uint32_t> sort_scratch_;  // sort_slot's, kept to reuse its capacity
+  std::size_t busy_slots_ = 0;               // future slots holding events (the cursor's excluded)
   std::size_t cursor_ = 0;
   SimTime base_ = 0;                // start time of the cursor's slot
   SimTime batch_end_ = kSlotWidth;  // end of the cursor's slot

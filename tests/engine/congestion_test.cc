@@ -135,26 +135,43 @@ TEST(Congestion, IncastConvergesOnFairShare) {
   EXPECT_EQ(cl.net.downlink_stats(kSenders, 0).queue_drops, 0u);
 }
 
+// One reader and `peers` storage hosts, every port at 10 Gbit/s, the reader's engine
+// sharing its port out; the reader binds a stream to each.
+struct ReadFanOut {
+  static constexpr std::uint64_t kPort = 10'000'000'000;
+  ReadFanOut(int peers, std::uint64_t seed)
+      : cl(peers + 1, 1, 4, seed, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; }),
+        reader(peers) {
+    cl.net.downlink(reader, 0).rate_bps = kPort;
+    for (int i = 0; i < peers; ++i) cl.net.uplink_rate(i, 0) = kPort;
+    for (int i = 0; i < peers; ++i) streams.push_back(cl.connect(reader, i).first);
+  }
+  // The reader READs `bytes` from every peer.
+  void read_from_all(std::uint32_t bytes) {
+    for (int i = 0; i < reader; ++i) {
+      local.push_back(std::make_unique<Buffer>(cl.engine(reader), bytes));
+      remote.push_back(std::make_unique<Buffer>(cl.engine(i), bytes));
+      SendWr wr = make_wr(WrOpcode::kRdmaRead, *local.back(), 0, bytes, std::uint64_t(i));
+      wr.remote_addr = remote.back()->addr();
+      wr.rkey = remote.back()->keys.rkey;
+      EXPECT_EQ(cl.engine(reader).post_send(cl.net.now(), streams[i], wr), Errc::kOk);
+    }
+  }
+  Cluster cl;
+  int reader;
+  std::vector<StreamId> streams;
+  std::vector<std::unique_ptr<Buffer>> local, remote;
+};
+
 TEST(Congestion, ReadFanOutIsPacedFromTheFirstPacket) {
   // One reader, many storage hosts, a READ each: the request carries the reader's share.
   constexpr int kPeers = 16;
-  constexpr std::uint64_t kPort = 10'000'000'000;
-  Cluster cl(kPeers + 1, 1, 4, 43, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; });
-  const int reader = kPeers;
-  cl.net.downlink(reader, 0).rate_bps = kPort;
-  for (int i = 0; i < kPeers; ++i) cl.net.uplink_rate(i, 0) = kPort;
-  std::vector<std::unique_ptr<Buffer>> local, remote;
-  std::vector<StreamId> streams;
-  for (int i = 0; i < kPeers; ++i) streams.push_back(cl.connect(reader, i).first);
+  constexpr std::uint64_t kPort = ReadFanOut::kPort;
+  ReadFanOut f(kPeers, 43);
+  Cluster& cl = f.cl;
+  const int reader = f.reader;
   cl.net.run_for(1 * kMillisecond);  // connections up, nobody active yet
-  for (int i = 0; i < kPeers; ++i) {
-    local.push_back(std::make_unique<Buffer>(cl.engine(reader), 1 << 20));
-    remote.push_back(std::make_unique<Buffer>(cl.engine(i), 1 << 20));
-    SendWr wr = make_wr(WrOpcode::kRdmaRead, *local.back(), 0, 1 << 20, std::uint64_t(i));
-    wr.remote_addr = remote.back()->addr();
-    wr.rkey = remote.back()->keys.rkey;
-    ASSERT_EQ(cl.engine(reader).post_send(cl.net.now(), streams[i], wr), Errc::kOk);
-  }
+  f.read_from_all(1 << 20);
   // Once the requests have landed (one hop), every responder paces at a sixteenth of
   // the reader's port, before any ACK from the reader could have told it so.
   cl.net.run_for(15 * kMicrosecond);
@@ -178,27 +195,16 @@ TEST(Congestion, PacedRespondersDoNotMoveInLockstep) {
   // would stay in step, and every round all their packets would reach the reader's port
   // together: more than its queue holds. Jittered gaps spread them out.
   constexpr int kPeers = 64;
-  constexpr std::uint64_t kPort = 10'000'000'000;
-  Cluster cl(kPeers + 1, 1, 4, 47, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; });
-  const int reader = kPeers;
-  cl.net.downlink(reader, 0).rate_bps = kPort;
+  constexpr std::uint64_t kPort = ReadFanOut::kPort;
+  ReadFanOut f(kPeers, 47);
+  Cluster& cl = f.cl;
+  const int reader = f.reader;
   cl.net.downlink(reader, 0).queue_packets = kPeers / 2;
-  for (int i = 0; i < kPeers; ++i) cl.net.uplink_rate(i, 0) = kPort;
-  std::vector<std::unique_ptr<Buffer>> local, remote;
-  std::vector<StreamId> streams;
-  for (int i = 0; i < kPeers; ++i) streams.push_back(cl.connect(reader, i).first);
   // Set-up packets meet at the reader's port too, and lost ones wait a retry interval:
   // let every connection come up first, and count only what the READs send.
   cl.net.run_for(5 * kMillisecond);
   const auto before = cl.net.downlink_stats(reader, 0);
-  for (int i = 0; i < kPeers; ++i) {
-    local.push_back(std::make_unique<Buffer>(cl.engine(reader), 256 << 10));
-    remote.push_back(std::make_unique<Buffer>(cl.engine(i), 256 << 10));
-    SendWr wr = make_wr(WrOpcode::kRdmaRead, *local.back(), 0, 256 << 10, std::uint64_t(i));
-    wr.remote_addr = remote.back()->addr();
-    wr.rkey = remote.back()->keys.rkey;
-    ASSERT_EQ(cl.engine(reader).post_send(cl.net.now(), streams[i], wr), Errc::kOk);
-  }
+  f.read_from_all(256 << 10);
   ASSERT_TRUE(cl.run_until_completions(reader, kPeers, 5 * kSecond));
   const auto& after = cl.net.downlink_stats(reader, 0);
   const std::uint64_t drops = after.queue_drops - before.queue_drops;

@@ -57,6 +57,32 @@ TEST(Timers, DelayedAckWaitsAckDelay) {
   EXPECT_EQ(from_b[0].first, first_data_sent + 10 * kMicrosecond + 50 * kMicrosecond);
 }
 
+// Host 0 writes 100 bytes to host 1 over one path whose only spine then drops
+// everything, and records when, and from which source port, host 0 sent DATA (NOPs
+// included) over the next `span`.
+struct BlackHoledWrite {
+  BlackHoledWrite(Cluster& cl, Time span) : src(cl.engine(0), 4096), dst(cl.engine(1), 4096) {
+    const StreamId a = cl.connect(0, 1).first;
+    cl.net.run_for(1 * kMillisecond);
+    cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t>) {
+      if (host == 0 && m.cls == PacketClass::kData) {
+        sends.push_back(cl.net.now());
+        ports.push_back(m.src_port);
+      }
+    });
+    cl.net.spine(0, 0).blackhole = true;
+    SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 100, 1);
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.keys.rkey;
+    EXPECT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+    cl.net.run_for(span);
+    cl.net.set_tap({});
+  }
+  Buffer src, dst;
+  std::vector<Time> sends;
+  std::vector<std::uint16_t> ports;
+};
+
 TEST(Timers, TimeoutBacksOffThenPathFailsAndProbesSlowDown) {
   Cluster cl(2, 1, 1, 4, [](int, EngineConfig& c) {
     c.paths = 1;
@@ -66,24 +92,9 @@ TEST(Timers, TimeoutBacksOffThenPathFailsAndProbesSlowDown) {
     c.max_probe_interval = 16 * kMillisecond;
     c.connect_timeout = 10 * kSecond;
   });
-  auto [a, b] = cl.connect(0, 1);
-  (void)b;
-  Buffer src(cl.engine(0), 4096), dst(cl.engine(1), 4096);
-  cl.net.run_for(1 * kMillisecond);
-  std::vector<Time> sends;
-  std::vector<std::uint16_t> ports;
-  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t>) {
-    if (host == 0 && m.cls == PacketClass::kData) {
-      sends.push_back(cl.net.now());
-      ports.push_back(m.src_port);
-    }
-  });
-  cl.net.spine(0, 0).blackhole = true;
-  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 100, 1);
-  wr.remote_addr = dst.addr();
-  wr.rkey = dst.keys.rkey;
-  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
-  cl.net.run_for(100 * kMillisecond);
+  const BlackHoledWrite w(cl, 100 * kMillisecond);
+  const std::vector<Time>& sends = w.sends;
+  const std::vector<std::uint16_t>& ports = w.ports;
   // The moments the path sent something, relative to the first DATA packet.
   std::vector<Time> at;
   std::vector<std::uint16_t> port_at;
@@ -117,20 +128,8 @@ TEST(Timers, TailProbesStopAtTheirBoundThenTheRtoDecides) {
     c.paths = 1;
     c.min_rto = 5 * kMillisecond;
   });
-  auto [a, b] = cl.connect(0, 1);
-  (void)b;
-  Buffer src(cl.engine(0), 4096), dst(cl.engine(1), 4096);
-  cl.net.run_for(1 * kMillisecond);
-  std::vector<Time> sends;
-  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t>) {
-    if (host == 0 && m.cls == PacketClass::kData) sends.push_back(cl.net.now());
-  });
-  cl.net.spine(0, 0).blackhole = true;
-  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 100, 1);
-  wr.remote_addr = dst.addr();
-  wr.rkey = dst.keys.rkey;
-  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
-  cl.net.run_for(5 * kMillisecond + 1);
+  const BlackHoledWrite w(cl, 5 * kMillisecond + 1);
+  const std::vector<Time>& sends = w.sends;
   // The DATA, 16 probes a PTO (120 us) apart, silence, then the timeout resends what
   // the path holds (its PSNs stay dense).
   ASSERT_GE(sends.size(), 18u);

@@ -99,7 +99,7 @@ TEST(EventQueue, ACrowdedSlotRunsInTimeOrderTiesInSchedulingOrder) {
   } c;
   EventQueue q;
   c.q = &q;
-  const SimTime slot = 1 * kUs;  // a multiple of the 256 ps slot width
+  const SimTime slot = SimTime{1} << 20;  // where a 256 ps slot starts
   for (int i = 0; i < 5000; ++i) c.add(slot + 255 - c.rng.below(256));
   while (q.run_one()) {
   }
