@@ -8,16 +8,16 @@ Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time
     : ctx_(ctx),
       cfg_(ctx.config),
       id_(id),
+      mss_(ctx.config.mss),
+      cwnd_(ctx.config.initial_window_bytes),
       peer_(peer),
       local_token_(ctx.random.next() | 1),
       tx_isn_(ctx.config.initial_psn >= 0 ? static_cast<std::uint32_t>(ctx.config.initial_psn)
                                           : static_cast<std::uint32_t>(ctx.random.next())),
-      mss_(ctx.config.mss),
       started_(now),
       port_salt_(static_cast<std::uint32_t>(ctx.random.next())),
       inbound_(ctx.config.max_inbound_messages),
-      responses_(ctx.config.max_responses),
-      cwnd_(ctx.config.initial_window_bytes) {}
+      responses_(ctx.config.max_responses) {}
 
 std::uint16_t Connection::pool_port(std::uint32_t i) const {
   return static_cast<std::uint16_t>(cfg_.src_port_base + (port_salt_ + i) % cfg_.src_port_count);
@@ -101,6 +101,7 @@ void Connection::establish(Time now) {
     p.stats.plane = p.plane;
     p.stats.src_port = p.port;
   }
+  may_send_.reset(tx_.size(), true);
   srtt_ = cfg_.initial_rtt;
   window_start_ = now;
   emit_event(now, EventKind::kConnEstablished);
@@ -242,7 +243,6 @@ void Connection::update_activity(Time now) {
 
 void Connection::on_timer(Time now) {
   if (finished()) return;
-  no_path_room_ = false;
   switch (state_) {
     case ConnState::kConnecting:
     case ConnState::kAccepting:

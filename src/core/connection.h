@@ -15,6 +15,7 @@
 
 #include "core/context.h"
 #include "core/inbound.h"
+#include "core/path_mask.h"
 #include "core/ring.h"
 #include "core/rx_path.h"
 #include "core/tx_path.h"
@@ -161,70 +162,49 @@ class Connection {
                       std::uint32_t ce_delta);
   std::uint32_t max_path_window() const;
   void set_cwnd(TxPath& p, std::uint32_t cwnd);
+  // Something on the path changed that may give it room.
+  void may_send(const TxPath& p) { may_send_.set(p.id); }
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
   Time path_pto(const TxPath& p) const { return 2 * p.rtt.srtt() + cfg_.ack_delay; }
 
   EngineContext& ctx_;
   const EngineConfig& cfg_;
+
+  // Hot: what every poll and every packet reads, together in the first cache lines.
   ConnId id_;
-  Endpoint peer_;
-  ConnState state_ = ConnState::kConnecting;
-  bool initiator_ = false;
-
-  // Identities (set-up exchanges them).
-  std::uint64_t local_token_;
-  std::uint64_t peer_token_ = 0;
   std::uint32_t peer_conn_ = 0;
-  std::uint32_t tx_isn_;
-  std::uint32_t rx_isn_ = 0;
-  std::array<Address, wire::kMaxPlanes> peer_planes_{};
-  std::uint8_t planes_ = 1;  // used: min(local, peer)
-  std::uint16_t mss_;
-  std::uint16_t peer_max_messages_ = 0;
-  std::uint16_t peer_max_responses_ = 0;
-
-  // Set-up and tear-down retransmission.
-  Time started_ = 0;
-  Time handshake_at_ = kNever;  // next CONNECT/ACCEPT/CLOSE retransmission
-  Time handshake_interval_ = 0;
-  std::uint32_t handshake_tries_ = 0;
+  std::uint64_t peer_token_ = 0;
+  ConnState state_ = ConnState::kConnecting;
   bool handshake_copy_ = false;  // the second of a timed pair is still to go
-  bool send_connect_ = false;
   bool send_accept_ = false;
   std::uint8_t confirms_due_ = 0;  // CONFIRMs still to send
   bool send_close_ = false;
   bool send_close_ack_ = false;
-
-  // Paths.
-  std::vector<TxPath> tx_;
-  std::vector<RxPath> rx_;
-  std::uint32_t path_cursor_ = 0;
-  bool no_path_room_ = false;  // pick_path found no path with room; nothing changed since
-  std::uint32_t retransmit_cursor_ = 0;
+  bool pace_blocked_ = false;
+  bool counted_sender_ = false;
+  std::uint16_t mss_;
+  std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
+  Time handshake_at_ = kNever;       // next CONNECT/ACCEPT/CLOSE retransmission
+  Time pace_next_ = 0;
+  Time last_backlog_ = 0;
+  // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
+  // fires, the paths are scanned and the bound recomputed.
+  Time path_timer_at_ = kNever;  // retransmission timeouts and probes
+  Time ack_timer_at_ = kNever;   // delayed ACKs
+  Time srtt_ = 0;                // smoothed RTT over every path's samples
+  Time all_failed_since_ = kNever;
   std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
   std::uint32_t failed_paths_ = 0;
   std::uint32_t tail_probes_due_ = 0;
-  std::uint8_t plane_down_mask_ = 0;
-  Time all_failed_since_ = kNever;
-  std::uint32_t port_salt_;
-
-  // Streams.
-  std::vector<StreamId> streams_;
-  Ring<StreamId> sendable_;
-  struct Waiting {
-    SegmentRef seg;
-    Time not_before;
-  };
-  Ring<SegmentRef> moved_;           // content taken off a path, to send on any path
-  Ring<Waiting> rnr_waiting_;        // content refused for want of a receive
-  std::uint32_t open_messages_ = 0;  // started, not completed (bounds the peer's table)
-  std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
-
-  // Receiver side.
-  InboundTable inbound_;
-  std::vector<Response> responses_;
-  Ring<std::uint32_t> responding_;  // slots with segments never sent
+  std::uint32_t path_cursor_ = 0;
+  std::uint32_t cwnd_;
+  std::uint32_t inflight_ = 0;
+  std::uint64_t tx_data_bytes_ = 0;
+  std::uint64_t rx_data_bytes_ = 0;
+  std::vector<TxPath> tx_;
+  std::vector<RxPath> rx_;
+  PathMask may_send_;  // paths that may have window room: every other path is full
   struct PendingNack {
     std::uint8_t path;
     std::uint8_t generation;
@@ -232,19 +212,48 @@ class Connection {
   };
   Ring<PendingNack> nacks_;
   Ring<std::uint8_t> ack_queue_;
-  Time last_backlog_ = 0;
-  bool counted_sender_ = false;
+  struct Waiting {
+    SegmentRef seg;
+    Time not_before;
+  };
+  Ring<SegmentRef> moved_;  // content taken off a path, to send on any path
+  Ring<StreamId> sendable_;
+  Ring<Waiting> rnr_waiting_;  // content refused for want of a receive
 
-  // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
-  // fires, the paths are scanned and the bound recomputed.
-  Time path_timer_at_ = kNever;  // retransmission timeouts and probes
-  Time ack_timer_at_ = kNever;   // delayed ACKs
+  // Identities (set-up exchanges them).
+  Endpoint peer_;
+  bool initiator_ = false;
+  std::uint64_t local_token_;
+  std::uint32_t tx_isn_;
+  std::uint32_t rx_isn_ = 0;
+  std::array<Address, wire::kMaxPlanes> peer_planes_{};
+  std::uint8_t planes_ = 1;  // used: min(local, peer)
+  std::uint16_t peer_max_messages_ = 0;
+  std::uint16_t peer_max_responses_ = 0;
+
+  // Set-up and tear-down retransmission.
+  Time started_ = 0;
+  Time handshake_interval_ = 0;
+  std::uint32_t handshake_tries_ = 0;
+  bool send_connect_ = false;
+
+  // Paths.
+  std::uint32_t retransmit_cursor_ = 0;
+  std::uint8_t plane_down_mask_ = 0;
+  std::uint32_t port_salt_;
+
+  // Streams.
+  std::vector<StreamId> streams_;
+  std::uint32_t open_messages_ = 0;  // started, not completed (bounds the peer's table)
+
+  // Receiver side.
+  InboundTable inbound_;
+  std::vector<Response> responses_;
+  Ring<std::uint32_t> responding_;  // slots with segments never sent
 
   // Congestion control, connection level.
   std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
   std::uint32_t active_paths_ = 0;
-  std::uint32_t cwnd_;
-  std::uint32_t inflight_ = 0;
   bool slow_start_ = true;
   double alpha_ = 0;
   std::uint32_t window_acked_ = 0;
@@ -252,17 +261,12 @@ class Connection {
   Time window_start_ = 0;
   Time last_cut_ = 0;
   std::uint64_t rate_hint_bps_ = 0;
-  Time pace_next_ = 0;
-  bool pace_blocked_ = false;
-  Time srtt_ = 0;  // smoothed RTT over every path's samples
   // Once the fabric has marked anything, marks alone tell congestion; RTT growth is the
   // signal only on a path with no ECN marking at all (a standing queue at an ECN
   // bottleneck is the hint's and DCTCP's business, not a reason to read loss as congestion).
   bool ecn_seen_ = false;
 
   // Statistics.
-  std::uint64_t tx_data_bytes_ = 0;
-  std::uint64_t rx_data_bytes_ = 0;
   std::uint64_t retransmits_ = 0;
   std::uint64_t reentropies_ = 0;
   std::uint64_t path_failures_ = 0;

@@ -33,6 +33,7 @@ bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
 void Connection::set_cwnd(TxPath& p, std::uint32_t cwnd) {
   if (p.state == PathState::kActive) active_cwnd_ = active_cwnd_ - p.cwnd + cwnd;
   p.cwnd = cwnd;
+  may_send(p);
 }
 
 std::uint32_t Connection::max_path_window() const {
@@ -62,7 +63,7 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   TxPath* path = feedback_path(pkt.common);
   if (!path) return;
   TxPath& p = *path;
-  no_path_room_ = false;
+  may_send(p);
   if (seq_lt(p.snd_nxt, a.cum_psn) || !sack_within(a, p.snd_nxt)) {
     ctx_.drop(DropReason::kBadAck);
     return;
@@ -208,7 +209,7 @@ void Connection::segment_acked(Time now, const SegmentRef& seg) {
 }
 
 void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check) {
-  no_path_room_ = false;
+  may_send(p);
   if (e.in_flight) {
     e.in_flight = false;
     p.inflight -= e.bytes;
@@ -284,7 +285,6 @@ void Connection::check_timeouts(Time now) {
 }
 
 void Connection::fail_path(Time now, TxPath& p) {
-  no_path_room_ = false;
   const bool was_active = p.state == PathState::kActive;
   for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
     TxEntry& e = p.entry(psn);
@@ -324,7 +324,7 @@ void Connection::fail_path(Time now, TxPath& p) {
 }
 
 void Connection::recover_path(Time now, TxPath& p) {
-  no_path_room_ = false;
+  may_send(p);
   p.state = PathState::kActive;
   active_cwnd_ += p.cwnd;
   ++active_paths_;

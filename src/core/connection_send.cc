@@ -284,36 +284,38 @@ bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
 // pacing, not the windows, limits the connection. A path marked within the last round
 // trip is used only when no clear path has room.
 TxPath* Connection::pick_path(Time now) {
-  if (no_path_room_) return nullptr;
   const std::size_t n = tx_.size();
+  const std::size_t start = path_cursor_ % n;
   for (int pass = 0; pass < 2; ++pass) {
     TxPath* marked = nullptr;
     bool eligible = false;
-    // Walks from the cursor, wrapping without a division per path.
-    std::size_t i = path_cursor_ % n;
-    for (std::size_t k = 0; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
-      TxPath& p = tx_[i];
-      if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() ||
-          p.inflight >= p.cwnd) {
-        continue;
+    // The paths that may have room, in index order from the cursor to the end.
+    const auto scan = [&](std::size_t from, std::size_t to) -> TxPath* {
+      for (std::size_t i = may_send_.next(from); i < to; i = may_send_.next(i + 1)) {
+        TxPath& p = tx_[i];
+        if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() ||
+            p.inflight >= p.cwnd) {
+          may_send_.clear(i);  // until an ACK, a loss, a timeout or a recovery on it
+          continue;
+        }
+        eligible = true;
+        if (p.credit <= 0) continue;
+        if (p.avoid_until > now) {
+          if (!marked) marked = &p;
+          continue;
+        }
+        return &p;
       }
-      eligible = true;
-      if (p.credit <= 0) continue;
-      if (p.avoid_until > now) {
-        if (!marked) marked = &p;
-        continue;
-      }
-      path_cursor_ = static_cast<std::uint32_t>((p.id + 1) % n);
-      return &p;
-    }
-    if (marked) {
-      path_cursor_ = static_cast<std::uint32_t>((marked->id + 1) % n);
-      return marked;
-    }
-    if (!eligible) {
-      no_path_room_ = true;  // until an ACK, a loss, a timeout or a recovery frees room
       return nullptr;
+    };
+    TxPath* chosen = scan(start, n);
+    if (!chosen) chosen = scan(0, start);
+    if (!chosen) chosen = marked;
+    if (chosen) {
+      path_cursor_ = static_cast<std::uint32_t>((chosen->id + 1) % n);
+      return chosen;
     }
+    if (!eligible) return nullptr;
     // Every path with room has spent its turns: a new round.
     for (TxPath& p : tx_) {
       p.credit = std::min<std::int64_t>(p.credit + p.cwnd, p.cwnd);

@@ -93,10 +93,10 @@ struct PathStats {
   std::uint16_t src_port = 0;
   std::uint64_t tx_packets = 0;  // first transmissions and retransmissions
   std::uint64_t tx_bytes = 0;
-  std::uint64_t retransmits = 0;
   std::uint64_t acked_packets = 0;
+  std::uint64_t ce_packets = 0;  // CE marks the receiver reported
+  std::uint64_t retransmits = 0;
   std::uint64_t lost_packets = 0;  // declared lost by SACK gap or timeout
-  std::uint64_t ce_packets = 0;    // CE marks the receiver reported
   std::uint64_t timeouts = 0;
   std::uint64_t tail_probes = 0;  // NOPs sent to draw a SACK after silence
   std::uint32_t reentropies = 0;

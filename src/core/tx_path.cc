@@ -3,7 +3,9 @@
 namespace mroce {
 
 TxPath::TxPath(std::uint32_t window_packets, Time initial_rtt)
-    : window_(window_packets), rtt(initial_rtt), ring_(window_packets) {}
+    : ring_(std::make_unique<TxEntry[]>(window_packets)),
+      window_(window_packets),
+      rtt(initial_rtt) {}
 
 void TxPath::reset_sequence(std::uint32_t isn) {
   snd_una = snd_nxt = isn;
@@ -11,7 +13,7 @@ void TxPath::reset_sequence(std::uint32_t isn) {
   inflight = 0;
   largest_acked_order = 0;
   next_order = 1;
-  for (auto& e : ring_) e = TxEntry{};
+  for (std::uint32_t i = 0; i < window_; ++i) ring_[i] = TxEntry{};
   window_end = isn;
   window_acked = window_marked = 0;
   counters_valid = false;

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "core/rtt.h"
 #include "core/segment.h"
@@ -26,13 +26,13 @@ struct alignas(32) TxEntry {
 };
 static_assert(sizeof(TxEntry) == 32);
 
-// Aligned, with what choosing a path reads for every path on every packet (identity,
-// sequence space, window, credit, avoidance) together in its first cache line.
+// Aligned, with its fields grouped by use, so that a packet sent or acknowledged touches
+// four cache lines of it, and choosing a path reads only the first line of a candidate.
 class alignas(64) TxPath {
  public:
   TxPath(std::uint32_t window_packets, Time initial_rtt);
 
-  // Identity.
+  // Line 1: identity, sequence space, window, credit, avoidance.
   std::uint8_t id = 0;
   std::uint8_t generation = 0;
   std::uint8_t plane = 0;
@@ -49,12 +49,11 @@ class alignas(64) TxPath {
   Time avoid_until = 0;     // recently marked: prefer other paths
 
  private:
+  std::unique_ptr<TxEntry[]> ring_;
   std::uint32_t window_;  // the ring's size, a power of two
 
  public:
   std::uint32_t next_order = 1;
-  std::uint32_t largest_acked_order = 0;
-  std::uint32_t lost_pending = 0;  // entries with lost set
 
   std::uint32_t window() const { return window_; }
   bool ring_full() const { return snd_nxt - snd_una >= window_; }
@@ -62,30 +61,32 @@ class alignas(64) TxPath {
   const TxEntry& entry(std::uint32_t psn) const { return ring_[psn & (window_ - 1)]; }
   void reset_sequence(std::uint32_t isn);
 
-  // Congestion state (bytes); cwnd, inflight and credit are above.
+  // Line 2: acknowledgement and congestion state (bytes); cwnd, inflight and credit
+  // are above.
+  std::uint32_t largest_acked_order = 0;
+  std::uint32_t lost_pending = 0;  // entries with lost set
   std::uint32_t ssthresh = ~0u;
-  double alpha = 0;                 // DCTCP's estimate of the marked fraction
   std::uint32_t window_end = 0;     // PSN that closes the current observation window
   std::uint32_t window_acked = 0;   // packets acknowledged in that window
   std::uint32_t window_marked = 0;  // CE marks reported in that window
-  Time last_cut = 0;                // at most one reduction per RTT
   std::uint32_t reported_rx = 0;    // last cumulative counters from ACKs
   std::uint32_t reported_ce = 0;
-  bool counters_valid = false;
+  double alpha = 0;      // DCTCP's estimate of the marked fraction
+  Time last_cut = 0;     // at most one reduction per RTT
   double loss_rate = 0;  // EWMA over packets, for failure detection
+  bool counters_valid = false;
+  bool tail_probe = false;            // a tail probe is due
+  std::uint8_t tail_probes_sent = 0;  // since the last progress
 
+  // Line 3: timing.
   RttEstimator rtt;
   Time last_progress = 0;  // last ACK that acknowledged something, or first send into an idle path
   Time last_send = 0;
-  bool tail_probe = false;            // a tail probe is due
-  std::uint8_t tail_probes_sent = 0;  // since the last progress
-  Time probe_at = kNever;             // failed path: next probe
-  Time probe_interval = 0;
 
+  // Line 4: the counters every packet moves come first in PathStats; the rest is cold.
   PathStats stats;
-
- private:
-  std::vector<TxEntry> ring_;
+  Time probe_at = kNever;  // failed path: next probe
+  Time probe_interval = 0;
 };
 
 }  // namespace mroce
