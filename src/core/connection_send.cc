@@ -40,7 +40,10 @@ Time transmit_time(std::uint64_t bytes, std::uint64_t rate_bps) {
 
 bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   if (finished()) return false;
-  if (emit_handshake(now, buf, out)) return true;
+  // Established, a connection sends set-up packets only to answer or to close.
+  const bool handshake =
+      !established() || send_accept_ || confirms_due_ > 0 || send_close_ || send_close_ack_;
+  if (handshake && emit_handshake(now, buf, out)) return true;
   if (peer_conn_ != 0) {
     if (emit_nack(buf, out)) return true;
     if (emit_ack(now, buf, out)) return true;

@@ -174,15 +174,15 @@ class alignas(64) Link final : public EventHandler {
   std::uint64_t mark_from_;    // occupancy where ECN marking may begin (none: the largest)
   // Serialization time is bytes * ps_per_byte_ when the rate divides evenly.
   std::uint32_t ps_per_byte_ = 0;
-  bool clean_ = true;      // up and lossless: nothing to decide per packet
-  Departures departures_;  // scheduled mode
+  bool clean_ = true;  // up and lossless: nothing to decide per packet
+  LinkState state_ = LinkState::kUp;
+  std::uint16_t to_port_;
+  Departures departures_;    // scheduled mode
+  std::uint32_t epoch_ = 0;  // scheduled mode: bumped when the link goes down
+  bool scheduled_;
   std::uint64_t window_max_ = 0;
   std::uint64_t tx_packets_ = 0;
   std::uint64_t tx_bytes_ = 0;
-  std::uint32_t epoch_ = 0;  // scheduled mode: bumped when the link goes down
-  std::uint16_t to_port_;
-  LinkState state_ = LinkState::kUp;
-  bool scheduled_;
 
   // Cold: pausable queues, failures, loss and statistics.
   LinkParams params_;
