@@ -50,14 +50,6 @@ class EventQueue {
     }
   }
 
-  // Called with the arg of the event expected to run next, one event ahead, so that
-  // the state it names (a packet) can be fetched while this one runs.
-  using Prefetch = void (*)(const void* context, std::uint64_t arg);
-  void set_prefetch(Prefetch fn, const void* context) {
-    prefetch_fn_ = fn;
-    prefetch_context_ = context;
-  }
-
   // Runs the earliest event. Returns false when there was none.
   bool run_one() { return run_one_until(kSimNever); }
 
@@ -77,10 +69,10 @@ class EventQueue {
     if (n == last) {
       last_[cursor_] = kNil;
       busy_bits_[cursor_ >> 6] &= ~(std::uint64_t{1} << (cursor_ & 63));
-      if (busy_slots_ != 0) prefetch(nodes_[last_[next_busy((cursor_ + 1) & (kSlots - 1))]].next);
     } else {
       nodes_[last].next = node.next;
-      prefetch(node.next);
+      // The next handler is most often a link far from the cache: start fetching it now.
+      __builtin_prefetch(nodes_[node.next].handler);
     }
     node.next = free_;
     free_ = n;
@@ -116,13 +108,6 @@ class EventQueue {
     }
   };
 
-  // The handler of node n is most often a link far from the cache, and its packet too:
-  // start fetching them now.
-  void prefetch(std::uint32_t n) const {
-    const Node& next = nodes_[n];
-    __builtin_prefetch(next.handler);
-    if (prefetch_fn_) prefetch_fn_(prefetch_context_, next.arg);
-  }
   static std::size_t slot_of(SimTime t) { return (t >> kSlotBits) & (kSlots - 1); }
   std::uint32_t alloc(SimTime at, EventHandler* handler, std::uint64_t arg) {
     std::uint32_t n = free_;
@@ -165,8 +150,6 @@ class EventQueue {
   bool load_next_slot();
   void pull_due_overflow();
 
-  Prefetch prefetch_fn_ = nullptr;
-  const void* prefetch_context_ = nullptr;
   std::vector<Node> nodes_;
   std::uint32_t free_ = kNil;
   std::array<std::uint32_t, kSlots> last_;  // each slot's last node, or kNil

@@ -73,10 +73,6 @@ class PacketPool {
   const std::uint8_t* header(PacketId id) const {
     return headers_[id >> kChunkBits][id & (kChunk - 1)].bytes;
   }
-  // A hint: starts fetching packet id's line, if id names a packet at all.
-  void prefetch(PacketId id) const {
-    if (id < capacity()) __builtin_prefetch(&(*this)[id]);
-  }
   std::size_t live() const { return live_; }
   std::size_t capacity() const { return chunks_.size() * kChunk; }
 
