@@ -1,5 +1,6 @@
 // Every operation, byte-exact, on a clean network with many paths, and the Verbs-like
 // completion each produces on both sides.
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -179,12 +180,15 @@ TEST_F(Operations, ScatterGatherAndInline) {
   ASSERT_EQ(A().post_send(now(), x, in), Errc::kOk);
   std::fill(scratch.begin(), scratch.end(), 0);
   ASSERT_TRUE(cl.run_until_completions(1, 2, kLimit));
-  std::vector<std::uint8_t> expect;
-  expect.insert(expect.end(), src.bytes.begin(), src.bytes.begin() + 1000);
-  expect.insert(expect.end(), src.bytes.begin() + 2000, src.bytes.begin() + 6000);
-  expect.insert(expect.end(), src.bytes.begin() + 9000, src.bytes.begin() + 10000);
-  std::vector<std::uint8_t> got(dst.bytes.begin(), dst.bytes.begin() + 3000);
-  got.insert(got.end(), dst.bytes.begin() + 5000, dst.bytes.begin() + 8000);
+  // Copied into place: GCC 12 flags vector::insert of these ranges at -O3 (a false
+  // positive of -Warray-bounds).
+  std::vector<std::uint8_t> expect(6000);
+  auto end = std::copy(src.bytes.begin(), src.bytes.begin() + 1000, expect.begin());
+  end = std::copy(src.bytes.begin() + 2000, src.bytes.begin() + 6000, end);
+  std::copy(src.bytes.begin() + 9000, src.bytes.begin() + 10000, end);
+  std::vector<std::uint8_t> got(6000);
+  std::copy(dst.bytes.begin(), dst.bytes.begin() + 3000, got.begin());
+  std::copy(dst.bytes.begin() + 5000, dst.bytes.begin() + 8000, got.begin() + 3000);
   EXPECT_EQ(got, expect);
   EXPECT_EQ(cl.rec(1).completions[0].byte_len, 6000u);
   EXPECT_EQ(std::vector<std::uint8_t>(dst.bytes.begin() + 8500, dst.bytes.begin() + 8700),
