@@ -180,8 +180,8 @@ if ((testbed)); then
     log "(c) testbed, $loss% loss: RoCEv2 baseline"
     fabric_run "$work/c-roce-$loss.json" --transport roce --rate 1000 -s 65536 -D "$seconds"
   done
-  # TCP once for all three loss rates: tcp-baseline.sh cannot set up its MPTCP endpoints
-  # twice on one instance (the kernel keeps their ports), so it is not run per loss rate.
+  # TCP for all three loss rates in one call: one set of iperf3 servers and MPTCP
+  # endpoints serves them all.
   log "(c) testbed, 0, 1 and 10% loss: TCP baselines"
   "$root/tools/testbed/tcp-baseline.sh" --name "$name" --seconds "$seconds" --losses "0 1 10" \
     --json "$work/c-tcp.json" >"$work/c-tcp.log" 2>&1 ||

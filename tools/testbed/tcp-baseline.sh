@@ -100,8 +100,19 @@ mptcp=0
 if [[ " $cases " == *" mptcp "* ]] && command -v mptcpize >/dev/null; then
   for h in "$src" "$dst"; do tb exec "$h" ip mptcp limits set subflows 8 add_addr_accepted 8; done
   tb exec "$dst" ip mptcp endpoint flush
+  # The kernel listens on each announced port without SO_REUSEADDR, so a port that a
+  # previous run's subflows left in TIME-WAIT (for a minute) cannot be announced again:
+  # take the first block of ports no socket of the server host holds.
+  in_use=" $(tb exec "$dst" ss -Htan | awk '{n = split($4, a, ":"); printf "%s ", a[n]}')"
+  base=5300
   for ((i = 1; i <= subflows; i++)); do
-    tb exec "$dst" ip mptcp endpoint add "$dst_addr" port $((5300 + i)) signal
+    if [[ $in_use == *" $((base + i)) "* ]]; then
+      base=$((base + 10)) i=0
+      ((base < 6000)) || die "no free block of ports to announce in 5301..5999"
+    fi
+  done
+  for ((i = 1; i <= subflows; i++)); do
+    tb exec "$dst" ip mptcp endpoint add "$dst_addr" port $((base + i)) signal
   done
   "$TESTBED" --name "$name" exec "$dst" mptcpize run iperf3 -s -B "$dst_addr" -p 5202 >/dev/null 2>&1 &
   servers+=($!)
