@@ -204,7 +204,7 @@ class Connection {
   std::uint64_t rx_data_bytes_ = 0;
   std::vector<TxPath> tx_;
   std::vector<RxPath> rx_;
-  PathMask may_send_;  // paths that may have window room: every other path is full
+  PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
   struct PendingNack {
     std::uint8_t path;
     std::uint8_t generation;

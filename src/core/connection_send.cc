@@ -298,7 +298,7 @@ TxPath* Connection::pick_path(Time now) {
         TxPath& p = tx_[i];
         if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() ||
             p.inflight >= p.cwnd) {
-          may_send_.clear(i);  // until an ACK, a loss, a timeout or a recovery on it
+          may_send_.clear(i);  // until an ACK, a loss, a window change or a recovery on it
           continue;
         }
         eligible = true;
