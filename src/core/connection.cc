@@ -232,10 +232,30 @@ void Connection::expect_response(Time now) {
   }
 }
 
+void Connection::note_peer_backlog(Time now, std::uint32_t sent_at, bool backlog) {
+  // Packets cross paths out of order: only the latest sent tells the peer's state. Of
+  // packets sent in the same nanosecond, one without BACKLOG was the last.
+  const std::int32_t age = static_cast<std::int32_t>(sent_at - peer_sent_at_);
+  if (!peer_seen_ || age > 0 || (age == 0 && !backlog)) {
+    peer_seen_ = true;
+    peer_sent_at_ = sent_at;
+    peer_backlog_ = backlog;
+  }
+  if (peer_backlog_) {
+    last_backlog_ = now;
+    if (!counted_sender_) {
+      counted_sender_ = true;
+      ctx_.share.add_sender();
+    }
+  }
+  update_activity(now);
+}
+
 void Connection::update_activity(Time now) {
   const Time timeout = cfg_.active_sender_timeout ? cfg_.active_sender_timeout
                                                   : 4 * std::max(srtt_, cfg_.initial_rtt);
-  if (counted_sender_ && open_requests_ == 0 && now >= last_backlog_ + timeout) {
+  if (counted_sender_ && open_requests_ == 0 &&
+      (!peer_backlog_ || now >= last_backlog_ + timeout)) {
     ctx_.share.remove_sender();
     counted_sender_ = false;
   }

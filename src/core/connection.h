@@ -100,6 +100,8 @@ class Connection {
   void flush_stream(Stream& s, WcStatus first_status);
   void emit_event(Time now, EventKind kind, std::uint16_t path = 0, std::uint8_t plane = 0);
   std::uint16_t pool_port(std::uint32_t i) const;
+  // Counts the peer as an active sender while its latest DATA says it has more queued.
+  void note_peer_backlog(Time now, std::uint32_t sent_at, bool backlog);
   void update_activity(Time now);
 
   // connection_send.cc
@@ -166,7 +168,7 @@ class Connection {
   void may_send(const TxPath& p) { may_send_.set(p.id); }
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
-  Time path_pto(const TxPath& p) const { return 2 * p.rtt.srtt() + cfg_.ack_delay; }
+  Time path_pto(const TxPath& p) const;
 
   EngineContext& ctx_;
   const EngineConfig& cfg_;
@@ -183,8 +185,11 @@ class Connection {
   bool send_close_ack_ = false;
   bool pace_blocked_ = false;
   bool counted_sender_ = false;
+  bool peer_seen_ = false;     // DATA has arrived from the peer
+  bool peer_backlog_ = false;  // the BACKLOG flag of the latest DATA it sent
   std::uint16_t mss_;
   std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
+  std::uint32_t peer_sent_at_ = 0;   // sender timestamp of that DATA
   Time handshake_at_ = kNever;       // next CONNECT/ACCEPT/CLOSE retransmission
   Time pace_next_ = 0;
   Time last_backlog_ = 0;

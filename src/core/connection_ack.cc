@@ -229,6 +229,10 @@ void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_c
   }
 }
 
+Time Connection::path_pto(const TxPath& p) const {
+  return 2 * p.rtt.srtt() + (p.ack_requested ? 0 : cfg_.ack_delay);
+}
+
 void Connection::move_content(TxEntry& e) {
   if (e.seg.kind != SegmentKind::kNop && segment_valid(e.seg)) moved_.push(e.seg);
   e.seg = SegmentRef{};

@@ -96,13 +96,7 @@ void Connection::on_data(Time now, const RxMeta& meta, const wire::Packet& pkt) 
   r.echo_timestamp = d.timestamp;
   r.last_arrival = now;
   ++r.unacked;
-  if (c.flags & wire::flags::kBacklog) {
-    last_backlog_ = now;
-    if (!counted_sender_) {
-      counted_sender_ = true;
-      ctx_.share.add_sender();
-    }
-  }
+  note_peer_backlog(now, d.timestamp, (c.flags & wire::flags::kBacklog) != 0);
   if (out_of_order || ce || (c.flags & wire::flags::kAckRequest) || r.unacked >= cfg_.ack_every) {
     ack_now();
   } else if (r.ack_due == kNever) {

@@ -508,7 +508,8 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
   c.dst_conn = peer_conn_;
   c.token = peer_token_;
   if (has_unsent()) c.flags |= wire::flags::kBacklog;
-  if (p.state == PathState::kFailed || p.timeouts > 0 || seg.kind == SegmentKind::kNop) {
+  if (retransmit || p.state == PathState::kFailed || p.timeouts > 0 ||
+      seg.kind == SegmentKind::kNop) {
     c.flags |= wire::flags::kAckRequest;  // probes and fills want an answer at once
   }
   wire::DataHeader d;
@@ -564,6 +565,7 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
     if (seg.index + 1 == response->segments) c.flags |= wire::flags::kAckRequest;
   }
   d.payload_length = static_cast<std::uint16_t>(*payload);
+  p.ack_requested = (c.flags & wire::flags::kAckRequest) != 0;
 
   const std::size_t header = wire::encode_data(c, d, buf);
   if (cfg_.carry_payload && *payload > 0) {

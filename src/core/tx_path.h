@@ -77,6 +77,7 @@ class alignas(64) TxPath {
   bool counters_valid = false;
   bool tail_probe = false;            // a tail probe is due
   std::uint8_t tail_probes_sent = 0;  // since the last progress
+  bool ack_requested = false;         // the latest transmission asked for an ACK at once
 
   // Line 3: timing.
   RttEstimator rtt;

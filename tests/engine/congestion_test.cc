@@ -135,6 +135,32 @@ TEST(Congestion, IncastConvergesOnFairShare) {
   EXPECT_EQ(cl.net.downlink_stats(kSenders, 0).queue_drops, 0u);
 }
 
+TEST(Congestion, SenderWithNothingQueuedStopsCountingAtOnce) {
+  // Two writers share a receiver's port; when the short one has sent its last packet
+  // (no BACKLOG), the long one gets the whole port within a round trip, not after the
+  // idle timeout (4 x the 100 us initial RTT).
+  constexpr std::uint64_t kPort = 10'000'000'000;
+  Cluster cl(3, 1, 4, 53, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; });
+  cl.net.downlink(2, 0).rate_bps = kPort;
+  for (int i = 0; i < 2; ++i) cl.net.uplink_rate(i, 0) = kPort;
+  Bulk shorter(cl, 0, 2, 1, 256 << 10);
+  Bulk longer(cl, 1, 2, 4, 4 << 20);
+  cl.net.run_for(100 * kMicrosecond);
+  ConnStats st;
+  ASSERT_TRUE(cl.engine(1).connection_stats(longer.conn(), &st));
+  EXPECT_NEAR(double(st.rate_hint_bps), 0.98 * kPort / 2, 0.02 * kPort);
+  ASSERT_TRUE(cl.net.run_until([&] { return shorter.done(); }, 5 * kSecond));
+  ASSERT_FALSE(longer.done());
+  cl.net.run_for(50 * kMicrosecond);  // a round trip is about 20 us
+  cl.engine(2).for_each_connection([&](ConnId c) {
+    ConnStats rx;
+    ASSERT_TRUE(cl.engine(2).connection_stats(c, &rx));
+    EXPECT_EQ(rx.inbound_senders, 1u);
+  });
+  ASSERT_TRUE(cl.engine(1).connection_stats(longer.conn(), &st));
+  EXPECT_NEAR(double(st.rate_hint_bps), 0.98 * kPort, 0.02 * kPort);
+}
+
 // One reader and `peers` storage hosts, every port at 10 Gbit/s, the reader's engine
 // sharing its port out; the reader binds a stream to each.
 struct ReadFanOut {

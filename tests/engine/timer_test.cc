@@ -103,11 +103,12 @@ TEST(Timers, TimeoutBacksOffThenPathFailsAndProbesSlowDown) {
     at.push_back(sends[i] - sends[0]);
     port_at.push_back(ports[i]);
   }
-  // DATA; tail probes every PTO = 2 x SRTT + ACK delay (2 x 50 + 20 us) until the RTO;
-  // timeouts at 1 ms, then 2 and 4 ms later (the third fails the path and the first
-  // probe leaves at once); then probes 2, 4, 8, 16, 16 ... ms apart.
+  // DATA; tail probes every PTO = 2 x SRTT (2 x 50 us: the DATA, the last of its
+  // message, and every probe ask for an ACK at once, so no ACK delay is waited for)
+  // until the RTO; timeouts at 1 ms, then 2 and 4 ms later (the third fails the path and
+  // the first probe leaves at once); then probes 2, 4, 8, 16, 16 ... ms apart.
   std::vector<Time> expected = {0};
-  for (Time t = 120 * kMicrosecond; t < 1 * kMillisecond; t += 120 * kMicrosecond) {
+  for (Time t = 100 * kMicrosecond; t < 1 * kMillisecond; t += 100 * kMicrosecond) {
     expected.push_back(t);
   }
   const std::size_t first_timeout = expected.size();
@@ -130,13 +131,87 @@ TEST(Timers, TailProbesStopAtTheirBoundThenTheRtoDecides) {
   });
   const BlackHoledWrite w(cl, 5 * kMillisecond + 1);
   const std::vector<Time>& sends = w.sends;
-  // The DATA, 16 probes a PTO (120 us) apart, silence, then the timeout resends what
+  // The DATA, 16 probes a PTO (100 us) apart, silence, then the timeout resends what
   // the path holds (its PSNs stay dense).
   ASSERT_GE(sends.size(), 18u);
   for (std::size_t i = 1; i <= 16; ++i) {
-    EXPECT_EQ(sends[i] - sends[0], static_cast<Time>(i) * 120 * kMicrosecond) << i;
+    EXPECT_EQ(sends[i] - sends[0], static_cast<Time>(i) * 100 * kMicrosecond) << i;
   }
   EXPECT_EQ(sends[17] - sends[0], 5 * kMillisecond);
+}
+
+TEST(Timers, ProbeTimeoutWaitsTheAckDelayOnlyAfterDataThatAskedForNoAck) {
+  // Two paths, one black-holed spine, a write of two segments: path A carries the first
+  // (no ACK request, so the receiver may hold its ACK for ack_delay), path B the second
+  // (the message's last, which asks for an ACK at once). A's first probe waits
+  // 2 x SRTT + ack_delay; every later probe, and all of B's, 2 x SRTT.
+  constexpr Time kAckDelay = 20 * kMicrosecond;
+  Cluster cl(2, 1, 1, 6, [](int, EngineConfig& c) {
+    c.paths = 2;
+    c.ack_delay = kAckDelay;
+    c.min_rto = 5 * kMillisecond;
+  });
+  const StreamId a = cl.connect(0, 1).first;
+  Buffer src(cl.engine(0), 8192), dst(cl.engine(1), 8192);
+  cl.net.run_for(1 * kMillisecond);
+  std::map<int, std::vector<Time>> sends;  // by path
+  std::map<int, std::uint32_t> offset;     // of the segment each path carried first
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (host != 0 || wire::decode(b, {}, &p) != wire::DecodeError::kOk ||
+        p.common.type != wire::PacketType::kData) {
+      return;
+    }
+    if (sends[p.common.path].empty()) offset[p.common.path] = p.data.offset;
+    sends[p.common.path].push_back(cl.net.now());
+  });
+  cl.net.spine(0, 0).blackhole = true;
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 8192, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  cl.net.run_for(1 * kMillisecond);
+  ASSERT_EQ(sends.size(), 2u);
+  for (auto& [path, t] : sends) {
+    ASSERT_GE(t.size(), 4u) << path;
+    const Time pto = t[2] - t[1];
+    EXPECT_GT(pto, 0);
+    EXPECT_EQ(t[3] - t[2], pto) << path;
+    EXPECT_EQ(t[1] - t[0], offset[path] == 0 ? pto + kAckDelay : pto) << path;
+  }
+}
+
+TEST(Timers, RetransmissionAsksForAnAckAtOnce) {
+  // One path, a write of three segments whose first is lost: the ACK for the second
+  // shows the hole, and the resent segment asks for its ACK at once.
+  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) { c.paths = 1; });
+  const StreamId a = cl.connect(0, 1).first;
+  Buffer src(cl.engine(0), 3 * 4096), dst(cl.engine(1), 3 * 4096);
+  cl.net.run_for(1 * kMillisecond);
+  std::vector<wire::Packet> data;
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (host != 0 || wire::decode(b, {}, &p) != wire::DecodeError::kOk ||
+        p.common.type != wire::PacketType::kData) {
+      return;
+    }
+    data.push_back(p);
+    cl.net.spine(0, 0).blackhole = data.size() == 1;  // the first DATA only
+  });
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 3 * 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  ASSERT_EQ(data.size(), 4u);
+  EXPECT_EQ(data[0].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_EQ(data[1].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_NE(data[2].common.flags & wire::flags::kAckRequest, 0);  // the message's last
+  const wire::Packet& resent = data[3];
+  EXPECT_EQ(resent.data.psn, data[0].data.psn);
+  EXPECT_EQ(resent.data.offset, 0u);
+  EXPECT_NE(resent.data.flags & wire::data_flags::kRetransmit, 0);
+  EXPECT_NE(resent.common.flags & wire::flags::kAckRequest, 0);
 }
 
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
