@@ -67,7 +67,10 @@ done
 [[ $ecn_pps =~ ^[0-9]+$ ]] || die "--ecn must be a whole number"
 perf=$build/tools/perf/mroce-perf
 blaster=$build/bench/net/mroce-udp-blaster
-[[ -x $perf && -x $blaster ]] || die "build mroce-perf and mroce-udp-blaster in $build first"
+[[ -f $build/CMakeCache.txt ]] || die "no configured build tree in $build (scripts/build.sh makes one)"
+# Always brought up to date: binaries left from other sources would measure them.
+cmake --build "$build" --target mroce-perf mroce-udp-blaster >/dev/null ||
+  die "could not build mroce-perf and mroce-udp-blaster in $build"
 TESTBED=$root/tools/testbed/testbed
 if ((testbed)); then
   (($(id -u) == 0)) || die "the testbed parts need root (or pass --no-testbed)"

@@ -5,17 +5,19 @@
 #
 #   bench/sim/results.sh [BUILD_DIR]
 #
-# BUILD_DIR defaults to build-sim (configured and built if mroce-sim is missing). The raw
-# outputs (JSON, CSV) go to a temporary directory, kept when RESULTS_KEEP=DIR names one.
+# BUILD_DIR defaults to build-sim (configured if new; mroce-sim is always brought up to
+# date). The raw outputs (JSON, CSV) go to a temporary directory, kept when RESULTS_KEEP=DIR
+# names one.
 # QUICK=1 shrinks the sweeps (for trying the script, not for the document).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-sim}
 sim="$build/tools/sim/mroce-sim"
-if [ ! -x "$sim" ]; then
+# Always brought up to date: a binary left from other sources would measure them.
+if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" --target mroce-sim -j 2
 fi
+cmake --build "$build" --target mroce-sim -j 2 >/dev/null
 if [ -n "${RESULTS_KEEP:-}" ]; then
   out=$RESULTS_KEEP
   mkdir -p "$out"

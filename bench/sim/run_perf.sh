@@ -12,10 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-sim}
 shift || true
-if [ ! -x "$build/bench/sim/mroce-sim-gbn" ]; then
+# Always brought up to date: a binary left from other sources would measure them.
+if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$build" --target mroce-sim-gbn -j 2
 fi
+cmake --build "$build" --target mroce-sim-gbn -j 2 >/dev/null
 sim="$build/bench/sim/mroce-sim-gbn"
 transports=("$@")
 if [ ${#transports[@]} -eq 0 ]; then

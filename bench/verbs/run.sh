@@ -7,8 +7,8 @@
 #
 #   bench/verbs/run.sh [--build DIR] [--out FILE] [--seconds S] [--rounds N] [--no-testbed]
 #
-# Needs the targets mroce_verbs, mroce-run and mroce-perf built in DIR (default: build),
-# perftest, and root for the testbed part.
+# Needs a configured build tree DIR (default: build; the targets mroce_verbs, mroce-run
+# and mroce-perf are brought up to date in it), perftest, and root for the testbed part.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -37,6 +37,10 @@ die() {
 RUN=$build/tools/verbs/mroce-run
 PERF=$build/tools/perf/mroce-perf
 TESTBED=tools/testbed/testbed
+[[ -f $build/CMakeCache.txt ]] || die "no configured build tree in $build (scripts/build.sh makes one)"
+# Always brought up to date: binaries left from other sources would measure them.
+cmake --build "$build" --target mroce_verbs mroce-run mroce-perf >/dev/null ||
+  die "could not build mroce_verbs, mroce-run and mroce-perf in $build"
 { [[ -x $RUN ]] && "$RUN" --print-libdir >/dev/null; } || die "build mroce_verbs and mroce-run in $build"
 [[ -x $PERF ]] || die "build mroce-perf in $build"
 command -v ib_write_bw >/dev/null || die "perftest is not installed"
