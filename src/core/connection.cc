@@ -233,12 +233,15 @@ void Connection::expect_response(Time now) {
 }
 
 void Connection::note_peer_backlog(Time now, std::uint32_t sent_at, bool backlog) {
-  // Packets cross paths out of order: only the latest sent tells the peer's state. Of
-  // packets sent in the same nanosecond, one without BACKLOG was the last.
+  // Packets cross paths out of order: the latest sent, by the peer's clock, tells its
+  // state; of two sent in the same nanosecond, one without BACKLOG was the later. That
+  // clock wraps every 4.3 s, so it is compared only with a state noted less than a
+  // second ago (no packet lags another by that much).
   const std::int32_t age = static_cast<std::int32_t>(sent_at - peer_sent_at_);
-  if (!peer_seen_ || age > 0 || (age == 0 && !backlog)) {
+  if (!peer_seen_ || now - peer_noted_at_ > kSecond || age > 0 || (age == 0 && !backlog)) {
     peer_seen_ = true;
     peer_sent_at_ = sent_at;
+    peer_noted_at_ = now;
     peer_backlog_ = backlog;
   }
   if (peer_backlog_) {

@@ -193,6 +193,7 @@ class Connection {
   Time handshake_at_ = kNever;       // next CONNECT/ACCEPT/CLOSE retransmission
   Time pace_next_ = 0;
   Time last_backlog_ = 0;
+  Time peer_noted_at_ = 0;  // when peer_backlog_ was last set
   // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
   // fires, the paths are scanned and the bound recomputed.
   Time path_timer_at_ = kNever;  // retransmission timeouts and probes

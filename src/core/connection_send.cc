@@ -510,7 +510,7 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
   if (has_unsent()) c.flags |= wire::flags::kBacklog;
   if (retransmit || p.state == PathState::kFailed || p.timeouts > 0 ||
       seg.kind == SegmentKind::kNop) {
-    c.flags |= wire::flags::kAckRequest;  // probes and fills want an answer at once
+    c.flags |= wire::flags::kAckRequest;  // resends, probes and fills want an answer at once
   }
   wire::DataHeader d;
   d.psn = psn;

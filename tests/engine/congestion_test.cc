@@ -161,6 +161,29 @@ TEST(Congestion, SenderWithNothingQueuedStopsCountingAtOnce) {
   EXPECT_NEAR(double(st.rate_hint_bps), 0.98 * kPort, 0.02 * kPort);
 }
 
+TEST(Congestion, SenderCountsAgainAfterItsClockWrapped) {
+  // DATA carries the sender's clock in nanoseconds, which wraps every 4.3 s: after 3 s of
+  // silence a new packet's stamp reads as older than the last one. The receiver must
+  // still count that sender when it comes back with data queued.
+  constexpr std::uint64_t kPort = 10'000'000'000;
+  Cluster cl(3, 1, 4, 59, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; });
+  cl.net.downlink(2, 0).rate_bps = kPort;
+  for (int i = 0; i < 2; ++i) cl.net.uplink_rate(i, 0) = kPort;
+  Bulk first(cl, 0, 2, 1, 64 << 10);
+  ASSERT_TRUE(cl.net.run_until([&] { return first.done(); }, 1 * kSecond));
+  cl.net.run_for(3 * kSecond);
+  Bulk again(cl, 0, 2, 4, 4 << 20);
+  Bulk other(cl, 1, 2, 4, 4 << 20);
+  cl.net.run_for(200 * kMicrosecond);
+  ASSERT_FALSE(again.done());
+  ASSERT_FALSE(other.done());
+  ConnStats st;
+  ASSERT_TRUE(cl.engine(1).connection_stats(other.conn(), &st));
+  EXPECT_NEAR(double(st.rate_hint_bps), 0.98 * kPort / 2, 0.02 * kPort);
+  ASSERT_TRUE(cl.engine(0).connection_stats(again.conn(), &st));
+  EXPECT_NEAR(double(st.rate_hint_bps), 0.98 * kPort / 2, 0.02 * kPort);
+}
+
 // One reader and `peers` storage hosts, every port at 10 Gbit/s, the reader's engine
 // sharing its port out; the reader binds a stream to each.
 struct ReadFanOut {
