@@ -135,14 +135,27 @@ TEST(Congestion, IncastConvergesOnFairShare) {
   EXPECT_EQ(cl.net.downlink_stats(kSenders, 0).queue_drops, 0u);
 }
 
+// `senders` hosts and one receiver (the last host), every port at 10 Gbit/s, the
+// receiver's engine sharing its port out.
+struct OnePort {
+  static constexpr std::uint64_t kPort = 10'000'000'000;
+  OnePort(int senders, std::uint64_t seed)
+      : cl(senders + 1, 1, 4, seed, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; }),
+        receiver(senders) {
+    cl.net.downlink(receiver, 0).rate_bps = kPort;
+    for (int i = 0; i < senders; ++i) cl.net.uplink_rate(i, 0) = kPort;
+  }
+  Cluster cl;
+  int receiver;
+};
+
 TEST(Congestion, SenderWithNothingQueuedStopsCountingAtOnce) {
   // Two writers share a receiver's port; when the short one has sent its last packet
   // (no BACKLOG), the long one gets the whole port within a round trip, not after the
   // idle timeout (4 x the 100 us initial RTT).
-  constexpr std::uint64_t kPort = 10'000'000'000;
-  Cluster cl(3, 1, 4, 53, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; });
-  cl.net.downlink(2, 0).rate_bps = kPort;
-  for (int i = 0; i < 2; ++i) cl.net.uplink_rate(i, 0) = kPort;
+  constexpr std::uint64_t kPort = OnePort::kPort;
+  OnePort f(2, 53);
+  Cluster& cl = f.cl;
   Bulk shorter(cl, 0, 2, 1, 256 << 10);
   Bulk longer(cl, 1, 2, 4, 4 << 20);
   cl.net.run_for(100 * kMicrosecond);
@@ -165,10 +178,9 @@ TEST(Congestion, SenderCountsAgainAfterItsClockWrapped) {
   // DATA carries the sender's clock in nanoseconds, which wraps every 4.3 s: after 3 s of
   // silence a new packet's stamp reads as older than the last one. The receiver must
   // still count that sender when it comes back with data queued.
-  constexpr std::uint64_t kPort = 10'000'000'000;
-  Cluster cl(3, 1, 4, 59, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; });
-  cl.net.downlink(2, 0).rate_bps = kPort;
-  for (int i = 0; i < 2; ++i) cl.net.uplink_rate(i, 0) = kPort;
+  constexpr std::uint64_t kPort = OnePort::kPort;
+  OnePort f(2, 59);
+  Cluster& cl = f.cl;
   Bulk first(cl, 0, 2, 1, 64 << 10);
   ASSERT_TRUE(cl.net.run_until([&] { return first.done(); }, 1 * kSecond));
   cl.net.run_for(3 * kSecond);
@@ -184,30 +196,23 @@ TEST(Congestion, SenderCountsAgainAfterItsClockWrapped) {
   EXPECT_NEAR(double(st.rate_hint_bps), 0.98 * kPort / 2, 0.02 * kPort);
 }
 
-// One reader and `peers` storage hosts, every port at 10 Gbit/s, the reader's engine
-// sharing its port out; the reader binds a stream to each.
-struct ReadFanOut {
-  static constexpr std::uint64_t kPort = 10'000'000'000;
-  ReadFanOut(int peers, std::uint64_t seed)
-      : cl(peers + 1, 1, 4, seed, [](int, EngineConfig& c) { c.rx_capacity_bps = kPort; }),
-        reader(peers) {
-    cl.net.downlink(reader, 0).rate_bps = kPort;
-    for (int i = 0; i < peers; ++i) cl.net.uplink_rate(i, 0) = kPort;
-    for (int i = 0; i < peers; ++i) streams.push_back(cl.connect(reader, i).first);
+// One reader (the receiver) and `peers` storage hosts on one port; the reader binds a
+// stream to each.
+struct ReadFanOut : OnePort {
+  ReadFanOut(int peers, std::uint64_t seed) : OnePort(peers, seed) {
+    for (int i = 0; i < peers; ++i) streams.push_back(cl.connect(receiver, i).first);
   }
   // The reader READs `bytes` from every peer.
   void read_from_all(std::uint32_t bytes) {
-    for (int i = 0; i < reader; ++i) {
-      local.push_back(std::make_unique<Buffer>(cl.engine(reader), bytes));
+    for (int i = 0; i < receiver; ++i) {
+      local.push_back(std::make_unique<Buffer>(cl.engine(receiver), bytes));
       remote.push_back(std::make_unique<Buffer>(cl.engine(i), bytes));
       SendWr wr = make_wr(WrOpcode::kRdmaRead, *local.back(), 0, bytes, std::uint64_t(i));
       wr.remote_addr = remote.back()->addr();
       wr.rkey = remote.back()->keys.rkey;
-      EXPECT_EQ(cl.engine(reader).post_send(cl.net.now(), streams[i], wr), Errc::kOk);
+      EXPECT_EQ(cl.engine(receiver).post_send(cl.net.now(), streams[i], wr), Errc::kOk);
     }
   }
-  Cluster cl;
-  int reader;
   std::vector<StreamId> streams;
   std::vector<std::unique_ptr<Buffer>> local, remote;
 };
@@ -218,7 +223,7 @@ TEST(Congestion, ReadFanOutIsPacedFromTheFirstPacket) {
   constexpr std::uint64_t kPort = ReadFanOut::kPort;
   ReadFanOut f(kPeers, 43);
   Cluster& cl = f.cl;
-  const int reader = f.reader;
+  const int reader = f.receiver;
   cl.net.run_for(1 * kMillisecond);  // connections up, nobody active yet
   f.read_from_all(1 << 20);
   // Once the requests have landed (one hop), every responder paces at a sixteenth of
@@ -247,7 +252,7 @@ TEST(Congestion, PacedRespondersDoNotMoveInLockstep) {
   constexpr std::uint64_t kPort = ReadFanOut::kPort;
   ReadFanOut f(kPeers, 47);
   Cluster& cl = f.cl;
-  const int reader = f.reader;
+  const int reader = f.receiver;
   cl.net.downlink(reader, 0).queue_packets = kPeers / 2;
   // Set-up packets meet at the reader's port too, and lost ones wait a retry interval:
   // let every connection come up first, and count only what the READs send.
