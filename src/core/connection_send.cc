@@ -565,6 +565,9 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
     if (seg.index + 1 == response->segments) c.flags |= wire::flags::kAckRequest;
   }
   d.payload_length = static_cast<std::uint16_t>(*payload);
+  // The path's window is full after this packet: it can send nothing more until an ACK
+  // returns, so a delayed ACK would hold it idle.
+  if (p.inflight + *payload >= p.cwnd) c.flags |= wire::flags::kAckRequest;
   p.ack_requested = (c.flags & wire::flags::kAckRequest) != 0;
 
   const std::size_t header = wire::encode_data(c, d, buf);

@@ -214,6 +214,37 @@ TEST(Timers, RetransmissionAsksForAnAckAtOnce) {
   EXPECT_NE(resent.common.flags & wire::flags::kAckRequest, 0);
 }
 
+TEST(Timers, PacketThatFillsThePathWindowAsksForAnAckAtOnce) {
+  // One path whose window holds three segments: the third leaves it full, so the sender
+  // can do nothing more on it until an ACK returns and asks for one at once, instead of
+  // leaving the receiver to hold it for ack_delay.
+  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) {
+    c.paths = 1;
+    c.initial_window_bytes = 3 * 4096;
+  });
+  const StreamId a = cl.connect(0, 1).first;
+  Buffer src(cl.engine(0), 8 * 4096), dst(cl.engine(1), 8 * 4096);
+  cl.net.run_for(1 * kMillisecond);
+  std::vector<wire::Packet> data;
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (host == 0 && wire::decode(b, {}, &p) == wire::DecodeError::kOk &&
+        p.common.type == wire::PacketType::kData) {
+      data.push_back(p);
+    }
+  });
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 8 * 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  ASSERT_GE(data.size(), 8u);
+  EXPECT_EQ(data[0].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_EQ(data[1].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_NE(data[2].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_EQ(data[2].data.offset, 2u * 4096);  // not the message's last segment
+}
+
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
   Cluster cl(2, 1, 4, 5, [](int, EngineConfig& c) {
     c.connect_retry = 10 * kMillisecond;
