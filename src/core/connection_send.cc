@@ -566,8 +566,12 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
   }
   d.payload_length = static_cast<std::uint16_t>(*payload);
   // The path's window is full after this packet: it can send nothing more until an ACK
-  // returns, so a delayed ACK would hold it idle.
-  if (p.inflight + *payload >= p.cwnd) c.flags |= wire::flags::kAckRequest;
+  // returns. Where the receiver's ACK delay is more than half the round trip, holding
+  // that ACK would leave the path idle for much of each round: ask for it at once. On
+  // longer round trips the hold costs little, and the extra ACKs cost more.
+  if (p.inflight + *payload >= p.cwnd && 2 * cfg_.ack_delay > p.rtt.srtt()) {
+    c.flags |= wire::flags::kAckRequest;
+  }
   p.ack_requested = (c.flags & wire::flags::kAckRequest) != 0;
 
   const std::size_t header = wire::encode_data(c, d, buf);

@@ -214,13 +214,12 @@ TEST(Timers, RetransmissionAsksForAnAckAtOnce) {
   EXPECT_NE(resent.common.flags & wire::flags::kAckRequest, 0);
 }
 
-TEST(Timers, PacketThatFillsThePathWindowAsksForAnAckAtOnce) {
-  // One path whose window holds three segments: the third leaves it full, so the sender
-  // can do nothing more on it until an ACK returns and asks for one at once, instead of
-  // leaving the receiver to hold it for ack_delay.
-  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) {
+// The DATA packets of one 8-segment write over one path whose window holds three.
+std::vector<wire::Packet> write_through_a_three_packet_window(Time ack_delay) {
+  Cluster cl(2, 1, 1, 7, [&](int, EngineConfig& c) {
     c.paths = 1;
     c.initial_window_bytes = 3 * 4096;
+    c.ack_delay = ack_delay;
   });
   const StreamId a = cl.connect(0, 1).first;
   Buffer src(cl.engine(0), 8 * 4096), dst(cl.engine(1), 8 * 4096);
@@ -236,13 +235,26 @@ TEST(Timers, PacketThatFillsThePathWindowAsksForAnAckAtOnce) {
   SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 8 * 4096, 1);
   wr.remote_addr = dst.addr();
   wr.rkey = dst.keys.rkey;
-  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
-  ASSERT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
-  ASSERT_GE(data.size(), 8u);
-  EXPECT_EQ(data[0].common.flags & wire::flags::kAckRequest, 0);
-  EXPECT_EQ(data[1].common.flags & wire::flags::kAckRequest, 0);
-  EXPECT_NE(data[2].common.flags & wire::flags::kAckRequest, 0);
-  EXPECT_EQ(data[2].data.offset, 2u * 4096);  // not the message's last segment
+  EXPECT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  EXPECT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  return data;
+}
+
+TEST(Timers, PacketThatFillsThePathWindowAsksForAnAckWhenTheAckDelayWouldMatter) {
+  // The third segment leaves the window full: the path can do nothing more until an ACK
+  // returns. With an ACK delay longer than half the round trip (here far longer) the
+  // sender asks for that ACK at once; with a short one it leaves the receiver to hold it.
+  const std::vector<wire::Packet> slow_acks = write_through_a_three_packet_window(kMillisecond);
+  ASSERT_GE(slow_acks.size(), 8u);
+  EXPECT_EQ(slow_acks[0].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_EQ(slow_acks[1].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_NE(slow_acks[2].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_EQ(slow_acks[2].data.offset, 2u * 4096);  // not the message's last segment
+
+  const std::vector<wire::Packet> quick_acks = write_through_a_three_packet_window(kMicrosecond);
+  ASSERT_GE(quick_acks.size(), 8u);
+  EXPECT_EQ(quick_acks[2].data.offset, 2u * 4096);
+  EXPECT_EQ(quick_acks[2].common.flags & wire::flags::kAckRequest, 0);
 }
 
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
