@@ -1,6 +1,7 @@
 // Timers: delayed acknowledgement, retransmission timeout with exponential backoff,
 // probing of a failed path with growing intervals, set-up retries from rotating source
 // ports, and the deadline the engine reports.
+#include <functional>
 #include <map>
 
 #include "engine/workload.h"
@@ -181,28 +182,44 @@ TEST(Timers, ProbeTimeoutWaitsTheAckDelayOnlyAfterDataThatAskedForNoAck) {
   }
 }
 
-TEST(Timers, RetransmissionAsksForAnAckAtOnce) {
-  // One path, a write of three segments whose first is lost: the ACK for the second
-  // shows the hole, and the resent segment asks for its ACK at once.
-  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) { c.paths = 1; });
+// Writes `segments` full segments from host 0 to host 1 over one path and returns the
+// DATA packets host 0 sent, in order. `on_data` sees them as each one leaves, and may
+// change the network.
+std::vector<wire::Packet> one_path_write(
+    std::uint32_t segments, const std::function<void(EngineConfig&)>& tweak,
+    const std::function<void(Cluster&, const std::vector<wire::Packet>&)>& on_data = {}) {
+  Cluster cl(2, 1, 1, 7, [&](int, EngineConfig& c) {
+    c.paths = 1;
+    tweak(c);
+  });
   const StreamId a = cl.connect(0, 1).first;
-  Buffer src(cl.engine(0), 3 * 4096), dst(cl.engine(1), 3 * 4096);
+  Buffer src(cl.engine(0), segments * 4096), dst(cl.engine(1), segments * 4096);
   cl.net.run_for(1 * kMillisecond);
   std::vector<wire::Packet> data;
   cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
     wire::Packet p;
-    if (host != 0 || wire::decode(b, {}, &p) != wire::DecodeError::kOk ||
-        p.common.type != wire::PacketType::kData) {
-      return;
+    if (host == 0 && wire::decode(b, {}, &p) == wire::DecodeError::kOk &&
+        p.common.type == wire::PacketType::kData) {
+      data.push_back(p);
+      if (on_data) on_data(cl, data);
     }
-    data.push_back(p);
-    cl.net.spine(0, 0).blackhole = data.size() == 1;  // the first DATA only
   });
-  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 3 * 4096, 1);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, segments * 4096, 1);
   wr.remote_addr = dst.addr();
   wr.rkey = dst.keys.rkey;
-  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
-  ASSERT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  EXPECT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  EXPECT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  return data;
+}
+
+TEST(Timers, RetransmissionAsksForAnAckAtOnce) {
+  // One path, a write of three segments whose first is lost: the ACK for the second
+  // shows the hole, and the resent segment asks for its ACK at once.
+  const std::vector<wire::Packet> data = one_path_write(
+      3, [](EngineConfig&) {},
+      [](Cluster& cl, const std::vector<wire::Packet>& d) {
+        cl.net.spine(0, 0).blackhole = d.size() == 1;  // the first DATA only
+      });
   ASSERT_EQ(data.size(), 4u);
   EXPECT_EQ(data[0].common.flags & wire::flags::kAckRequest, 0);
   EXPECT_EQ(data[1].common.flags & wire::flags::kAckRequest, 0);
@@ -216,28 +233,10 @@ TEST(Timers, RetransmissionAsksForAnAckAtOnce) {
 
 // The DATA packets of one 8-segment write over one path whose window holds three.
 std::vector<wire::Packet> write_through_a_three_packet_window(Time ack_delay) {
-  Cluster cl(2, 1, 1, 7, [&](int, EngineConfig& c) {
-    c.paths = 1;
+  return one_path_write(8, [&](EngineConfig& c) {
     c.initial_window_bytes = 3 * 4096;
     c.ack_delay = ack_delay;
   });
-  const StreamId a = cl.connect(0, 1).first;
-  Buffer src(cl.engine(0), 8 * 4096), dst(cl.engine(1), 8 * 4096);
-  cl.net.run_for(1 * kMillisecond);
-  std::vector<wire::Packet> data;
-  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
-    wire::Packet p;
-    if (host == 0 && wire::decode(b, {}, &p) == wire::DecodeError::kOk &&
-        p.common.type == wire::PacketType::kData) {
-      data.push_back(p);
-    }
-  });
-  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 8 * 4096, 1);
-  wr.remote_addr = dst.addr();
-  wr.rkey = dst.keys.rkey;
-  EXPECT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
-  EXPECT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
-  return data;
 }
 
 TEST(Timers, PacketThatFillsThePathWindowAsksForAnAckWhenTheAckDelayWouldMatter) {
