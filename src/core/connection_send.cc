@@ -254,10 +254,13 @@ bool Connection::emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* 
 bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   if (tail_probes_due_ == 0) return false;
   for (TxPath& p : tx_) {
-    if (!p.tail_probe) continue;
-    p.tail_probe = false;
-    --tail_probes_due_;
-    if (p.state != PathState::kActive || p.ring_full() || p.inflight == 0) continue;
+    if (p.tail_probe == 0) continue;
+    if (p.state != PathState::kActive || p.ring_full() || p.inflight == 0) {
+      p.tail_probe = 0;
+      --tail_probes_due_;
+      continue;
+    }
+    if (--p.tail_probe == 0) --tail_probes_due_;
     const std::uint32_t psn = p.snd_nxt++;
     p.entry(psn) = TxEntry{};
     ++p.stats.tail_probes;

@@ -75,7 +75,7 @@ class alignas(64) TxPath {
   Time last_cut = 0;     // at most one reduction per RTT
   double loss_rate = 0;  // EWMA over packets, for failure detection
   bool counters_valid = false;
-  bool tail_probe = false;            // a tail probe is due
+  std::uint8_t tail_probe = 0;        // tail probes due now
   std::uint8_t tail_probes_sent = 0;  // since the last progress
   bool ack_requested = false;         // the latest transmission asked for an ACK at once
 

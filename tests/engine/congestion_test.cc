@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/fixture.h"
+#include "wire/codec.h"
 
 namespace mroce::testing {
 namespace {
@@ -95,6 +96,43 @@ TEST(Congestion, RandomLossKeepsGoodput) {
   EXPECT_GT(clean, 8.0);  // near the 10 Gbit/s port, headers aside
   EXPECT_GT(one / clean, 0.95);
   EXPECT_GT(ten / clean, 0.70);
+}
+
+TEST(Congestion, LossOnAMarkingPathCutsAsAMarkWould) {
+  // One path, paced at 10 Gbit/s (a packet every 3.4 us, round trips of about 20 us).
+  // Packet 100 is marked: its ACK cuts the window by max(alpha, 1/4)/2. Packet 105 is
+  // marked too, within that round trip, so it only keeps the path flagged as marking.
+  // Packet 108 is lost, and its loss shows more than a round trip after the cut, while
+  // the path is still flagged: it is congestion, and cuts once more. ECN already
+  // measures this congestion, so the loss cuts as the mark did (by 1/8 here, alpha
+  // being small), not by half.
+  Cluster cl(2, 1, 1, 61, [](int, EngineConfig& c) { c.paths = 1; });
+  Bulk bulk(cl, 0, 1, 1, 2 << 20);
+  cl.net.run_for(1 * kMillisecond);  // set-up
+  int sent = 0;
+  std::vector<std::uint32_t> cwnd;  // the path's window at each first transmission
+  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (host != 0 || m.cls != PacketClass::kData ||
+        wire::decode(b, {}, &p) != wire::DecodeError::kOk ||
+        (p.data.flags & wire::data_flags::kRetransmit)) {
+      return;
+    }
+    ++sent;
+    cl.net.spine(0, 0).ce = sent == 100 || sent == 105 ? 1.0 : 0.0;
+    cl.net.spine(0, 0).blackhole = sent == 108;
+    PathStats ps;
+    ASSERT_TRUE(cl.engine(0).path_stats(bulk.conn(), 0, &ps));
+    cwnd.push_back(ps.cwnd_bytes);
+  });
+  ASSERT_TRUE(cl.net.run_until([&] { return bulk.done(); }, 1 * kSecond));
+  std::vector<double> cuts;
+  for (std::size_t i = 1; i < cwnd.size(); ++i) {
+    if (cwnd[i] < cwnd[i - 1]) cuts.push_back(double(cwnd[i]) / cwnd[i - 1]);
+  }
+  ASSERT_EQ(cuts.size(), 2u);  // the first mark's, then the loss's
+  EXPECT_NEAR(cuts[0], 0.875, 0.01);
+  EXPECT_NEAR(cuts[1], 0.875, 0.01);
 }
 
 TEST(Congestion, IncastConvergesOnFairShare) {

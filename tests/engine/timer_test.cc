@@ -1,6 +1,7 @@
 // Timers: delayed acknowledgement, retransmission timeout with exponential backoff,
 // probing of a failed path with growing intervals, set-up retries from rotating source
 // ports, and the deadline the engine reports.
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -254,6 +255,55 @@ TEST(Timers, PacketThatFillsThePathWindowAsksForAnAckWhenTheAckDelayWouldMatter)
   ASSERT_GE(quick_acks.size(), 8u);
   EXPECT_EQ(quick_acks[2].data.offset, 2u * 4096);
   EXPECT_EQ(quick_acks[2].common.flags & wire::flags::kAckRequest, 0);
+}
+
+// The DATA packets of a 16-segment write over one path that loses the first
+// transmissions of the segments numbered in `lost` (1-based) and nothing else.
+std::vector<wire::Packet> write_losing(std::vector<std::uint32_t> lost) {
+  std::uint32_t first_sends = 0;
+  return one_path_write(
+      16, [](EngineConfig&) {},
+      [&](Cluster& cl, const std::vector<wire::Packet>& d) {
+        const wire::Packet& p = d.back();
+        const bool first =
+            p.data.op != wire::DataOp::kNop && (p.data.flags & wire::data_flags::kRetransmit) == 0;
+        if (first) ++first_sends;
+        cl.net.spine(0, 0).blackhole =
+            first && std::find(lost.begin(), lost.end(), first_sends) != lost.end();
+      });
+}
+
+// Index of the first tail probe (a NOP sent for the first time) in `data`.
+std::size_t first_tail_probe(const std::vector<wire::Packet>& data) {
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (data[i].data.op == wire::DataOp::kNop &&
+        (data[i].data.flags & wire::data_flags::kRetransmit) == 0) {
+      return i;
+    }
+  }
+  return data.size();
+}
+
+TEST(Timers, TailProbesGoInPairsOnAPathThatLosesPacketsAtRandom) {
+  // The last segment is lost, so the path's tail needs a probe. On a path that lost
+  // three earlier segments to damage (no marks, no queueing; resent and acknowledged
+  // before the last leaves), the probe goes twice at once, two sequence numbers each
+  // asking for an ACK; on a clean path, once.
+  const std::vector<wire::Packet> lossy = write_losing({2, 4, 6, 16});
+  const std::size_t i = first_tail_probe(lossy);
+  ASSERT_LT(i + 1, lossy.size());
+  const wire::Packet& second = lossy[i + 1];
+  EXPECT_EQ(second.data.op, wire::DataOp::kNop);
+  EXPECT_EQ(second.data.psn, lossy[i].data.psn + 1);
+  EXPECT_EQ(second.data.timestamp, lossy[i].data.timestamp);
+  EXPECT_NE(lossy[i].common.flags & wire::flags::kAckRequest, 0);
+  EXPECT_NE(second.common.flags & wire::flags::kAckRequest, 0);
+
+  const std::vector<wire::Packet> clean = write_losing({16});
+  const std::size_t j = first_tail_probe(clean);
+  ASSERT_LT(j + 1, clean.size());
+  EXPECT_NE(clean[j + 1].data.op, wire::DataOp::kNop);  // the lost segment, resent
+  EXPECT_GT(clean[j + 1].data.timestamp, clean[j].data.timestamp);
 }
 
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
