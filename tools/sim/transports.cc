@@ -1,5 +1,7 @@
 #include "transports.h"
 
+#include <algorithm>
+
 #include "core/config.h"
 
 // Each engine registers itself when its header is part of the tree.
@@ -49,7 +51,7 @@ namespace {
   c.probe_interval = p.get_ns("probe_interval", c.probe_interval);
   c.max_probe_interval = p.get_ns("max_probe_interval", c.max_probe_interval);
   c.connect_timeout = p.get_ns("connect_timeout", c.connect_timeout);
-  c.connect_retry = p.get_ns("connect_retry", c.connect_retry);
+  c.connect_retry = p.get_ns("connect_retry", 0);  // 0: ten of the fabric's base RTTs
   return c;
 }
 
@@ -62,6 +64,9 @@ namespace {
   if (c.mss == 0) c.mss = static_cast<std::uint16_t>(h.mtu_payload);
   if (c.line_rate_bps == 0) c.line_rate_bps = h.nic_rate_bps * h.planes.size();
   if (c.initial_rtt == 0) c.initial_rtt = h.base_rtt;
+  // A lost set-up pair waits one retry interval; the engine's 1 ms default suits LAN
+  // round trips, and would be a hundred round trips of a microsecond fabric.
+  if (c.connect_retry == 0) c.connect_retry = std::max<Time>(10 * h.base_rtt, kMicrosecond);
   return c;
 }
 
