@@ -261,11 +261,12 @@ void Connection::check_timeouts(Time now) {
       if (!p.tail_probe && p.inflight > 0 && p.timeouts == 0 &&
           p.tail_probes_sent < kMaxTailProbes) {
         // A probe, or its ACK, can be lost too: probe again a PTO after the last send.
-        // On a path that loses packets at random, send two: one probe round trip there
-        // fails often (one in three at 10% per fabric link each way), two rarely.
+        // At the end of the connection's data, on a path that loses packets at random,
+        // send two: one probe round trip there fails often (one in three at 10% per
+        // fabric link each way), two rarely. Before the end, other paths carry on.
         const Time due = p.last_send + path_pto(p);
         if (now >= due) {
-          p.tail_probe = p.loss_rate > kLossyPathRate ? 2 : 1;
+          p.tail_probe = p.loss_rate > kLossyPathRate && !has_unsent() ? 2 : 1;
           ++p.tail_probes_sent;
           ++tail_probes_due_;
         } else {

@@ -183,9 +183,9 @@ TEST(Timers, ProbeTimeoutWaitsTheAckDelayOnlyAfterDataThatAskedForNoAck) {
   }
 }
 
-// Writes `segments` full segments from host 0 to host 1 over one path and returns the
-// DATA packets host 0 sent, in order. `on_data` sees them as each one leaves, and may
-// change the network.
+// Writes `segments` full segments from host 0 to host 1 over one path (unless `tweak`
+// sets more) and returns the DATA packets host 0 sent, in order. `on_data` sees them as
+// each one leaves, and may change the network.
 std::vector<wire::Packet> one_path_write(
     std::uint32_t segments, const std::function<void(EngineConfig&)>& tweak,
     const std::function<void(Cluster&, const std::vector<wire::Packet>&)>& on_data = {}) {
@@ -284,7 +284,7 @@ std::size_t first_tail_probe(const std::vector<wire::Packet>& data) {
   return data.size();
 }
 
-TEST(Timers, TailProbesGoInPairsOnAPathThatLosesPacketsAtRandom) {
+TEST(Timers, TailProbesGoInPairsAtTheEndOfTheDataOnPathsThatLosePacketsAtRandom) {
   // The last segment is lost, so the path's tail needs a probe. On a path that lost
   // three earlier segments to damage (no marks, no queueing; resent and acknowledged
   // before the last leaves), the probe goes twice at once, two sequence numbers each
@@ -304,6 +304,39 @@ TEST(Timers, TailProbesGoInPairsOnAPathThatLosesPacketsAtRandom) {
   ASSERT_LT(j + 1, clean.size());
   EXPECT_NE(clean[j + 1].data.op, wire::DataOp::kNop);  // the lost segment, resent
   EXPECT_GT(clean[j + 1].data.timestamp, clean[j].data.timestamp);
+
+  // Sixteen paths losing 30% of DATA at random, a 256-segment write: paths probe their
+  // tails all along, but in pairs only once every segment has been sent.
+  std::size_t first_sends = 0, last_first_send = 0;
+  const std::vector<wire::Packet> many = one_path_write(
+      256, [](EngineConfig& c) { c.paths = 16; },
+      [&](Cluster& cl, const std::vector<wire::Packet>& d) {
+        cl.net.spine(0, 0).loss = 0.3;
+        const wire::Packet& p = d.back();
+        if (p.data.op != wire::DataOp::kNop &&
+            (p.data.flags & wire::data_flags::kRetransmit) == 0 && ++first_sends == 256) {
+          last_first_send = d.size() - 1;
+        }
+      });
+  const auto fresh_nop = [](const wire::Packet& p) {
+    return p.data.op == wire::DataOp::kNop && (p.data.flags & wire::data_flags::kRetransmit) == 0;
+  };
+  // A pair is the path's next PSN, also a fresh NOP, sent within pacing's few
+  // microseconds; a repeated single probe waits a PTO (over 40 us here).
+  int probes_before = 0, pairs_before = 0;
+  for (std::size_t n = 0; n < last_first_send; ++n) {
+    if (!fresh_nop(many[n])) continue;
+    ++probes_before;
+    for (std::size_t m = n + 1; m < many.size(); ++m) {
+      const wire::Packet& next = many[m];
+      if (next.common.path != many[n].common.path) continue;
+      pairs_before += fresh_nop(next) && next.data.psn == many[n].data.psn + 1 &&
+                      next.data.timestamp - many[n].data.timestamp < 10'000;
+      break;
+    }
+  }
+  EXPECT_GT(probes_before, 0);
+  EXPECT_EQ(pairs_before, 0);
 }
 
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
