@@ -120,7 +120,7 @@ TEST(Congestion, LossOnAMarkingPathCutsAsAMarkWould) {
     }
     ++sent;
     cl.net.spine(0, 0).ce = sent == 100 || sent == 105 ? 1.0 : 0.0;
-    cl.net.spine(0, 0).blackhole = sent == 108;
+    cl.net.spine(0, 0).blackhole_from = sent == 108 ? 0 : -1;  // this DATA, not the ACKs
     PathStats ps;
     ASSERT_TRUE(cl.engine(0).path_stats(bulk.conn(), 0, &ps));
     cwnd.push_back(ps.cwnd_bytes);

@@ -219,7 +219,7 @@ TEST(Timers, RetransmissionAsksForAnAckAtOnce) {
   const std::vector<wire::Packet> data = one_path_write(
       3, [](EngineConfig&) {},
       [](Cluster& cl, const std::vector<wire::Packet>& d) {
-        cl.net.spine(0, 0).blackhole = d.size() == 1;  // the first DATA only
+        cl.net.spine(0, 0).blackhole_from = d.size() == 1 ? 0 : -1;  // the first DATA only
       });
   ASSERT_EQ(data.size(), 4u);
   EXPECT_EQ(data[0].common.flags & wire::flags::kAckRequest, 0);
@@ -257,6 +257,18 @@ TEST(Timers, PacketThatFillsThePathWindowAsksForAnAckWhenTheAckDelayWouldMatter)
   EXPECT_EQ(quick_acks[2].common.flags & wire::flags::kAckRequest, 0);
 }
 
+bool fresh(const wire::Packet& p) {
+  return (p.data.flags & wire::data_flags::kRetransmit) == 0;
+}
+// A segment's first transmission.
+bool first_send(const wire::Packet& p) {
+  return p.data.op != wire::DataOp::kNop && fresh(p);
+}
+// A tail probe: a NOP sent for the first time.
+bool fresh_nop(const wire::Packet& p) {
+  return p.data.op == wire::DataOp::kNop && fresh(p);
+}
+
 // The DATA packets of a 16-segment write over one path that loses the first
 // transmissions of the segments numbered in `lost` (1-based) and nothing else.
 std::vector<wire::Packet> write_losing(std::vector<std::uint32_t> lost) {
@@ -264,24 +276,17 @@ std::vector<wire::Packet> write_losing(std::vector<std::uint32_t> lost) {
   return one_path_write(
       16, [](EngineConfig&) {},
       [&](Cluster& cl, const std::vector<wire::Packet>& d) {
-        const wire::Packet& p = d.back();
-        const bool first =
-            p.data.op != wire::DataOp::kNop && (p.data.flags & wire::data_flags::kRetransmit) == 0;
+        const bool first = first_send(d.back());
         if (first) ++first_sends;
-        cl.net.spine(0, 0).blackhole =
-            first && std::find(lost.begin(), lost.end(), first_sends) != lost.end();
+        // Set for each DATA as it leaves; the ACKs, from host 1, always pass.
+        const bool drop = first && std::find(lost.begin(), lost.end(), first_sends) != lost.end();
+        cl.net.spine(0, 0).blackhole_from = drop ? 0 : -1;
       });
 }
 
-// Index of the first tail probe (a NOP sent for the first time) in `data`.
+// Index of the first tail probe in `data`.
 std::size_t first_tail_probe(const std::vector<wire::Packet>& data) {
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (data[i].data.op == wire::DataOp::kNop &&
-        (data[i].data.flags & wire::data_flags::kRetransmit) == 0) {
-      return i;
-    }
-  }
-  return data.size();
+  return std::size_t(std::find_if(data.begin(), data.end(), fresh_nop) - data.begin());
 }
 
 TEST(Timers, TailProbesGoInPairsAtTheEndOfTheDataOnPathsThatLosePacketsAtRandom) {
@@ -312,15 +317,8 @@ TEST(Timers, TailProbesGoInPairsAtTheEndOfTheDataOnPathsThatLosePacketsAtRandom)
       256, [](EngineConfig& c) { c.paths = 16; },
       [&](Cluster& cl, const std::vector<wire::Packet>& d) {
         cl.net.spine(0, 0).loss = 0.3;
-        const wire::Packet& p = d.back();
-        if (p.data.op != wire::DataOp::kNop &&
-            (p.data.flags & wire::data_flags::kRetransmit) == 0 && ++first_sends == 256) {
-          last_first_send = d.size() - 1;
-        }
+        if (first_send(d.back()) && ++first_sends == 256) last_first_send = d.size() - 1;
       });
-  const auto fresh_nop = [](const wire::Packet& p) {
-    return p.data.op == wire::DataOp::kNop && (p.data.flags & wire::data_flags::kRetransmit) == 0;
-  };
   // A pair is the path's next PSN, also a fresh NOP, sent within pacing's few
   // microseconds; a repeated single probe waits a PTO (over 40 us here).
   int probes_before = 0, pairs_before = 0;
