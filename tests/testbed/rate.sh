@@ -20,7 +20,10 @@ ok "10 Mbit/s per spine port: received $mbit Mbit/s of up to 29.5 offered, $(fie
 tb impair --spine "$spine" --rate 0
 out=$(probe h1 h2 --sport "$port" --size 1200 --pps 3000 --count 3000)
 mbit=$(field rx_mbit_s "$out")
-within "$mbit" 15 40 || fail "without the limit on spine $spine: $mbit Mbit/s ($out)"
+# A busy machine may pace the sender below its 29.5 Mbit/s (it never catches up after a
+# stall), so the check is that the spine now carries more than the limited run's ceiling
+# and loses nothing, not that the whole offer arrives.
+within "$mbit" 12 40 || fail "without the limit on spine $spine: $mbit Mbit/s ($out)"
 [[ $(field lost "$out") == 0 ]] || fail "packets lost without a limit: $out"
 ok "rate lifted on spine $spine: received $mbit Mbit/s, nothing lost"
 
