@@ -7,7 +7,9 @@
 #
 # BUILD_DIR defaults to build-sim; transports default to every one built in (gbn, the
 # test-only go-back-N transport, is always there). Extra mroce-sim arguments can be
-# passed through PERF_ARGS, e.g. PERF_ARGS='--set workload.0.bytes=4MB'.
+# passed through PERF_ARGS, e.g. PERF_ARGS='--set workload.0.bytes=4MB'. Every transport
+# runs twice: on one thread, and split over PARTITIONS threads (scenario key
+# `partitions`) where it can be.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-sim}
@@ -24,19 +26,30 @@ if [ ${#transports[@]} -eq 0 ]; then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-printf '%-8s %10s %12s %14s %14s %10s %s\n' transport wall_s events events/s data_pkts/s rss_MB complete
-for t in "${transports[@]}"; do
+# Each transport on one partition, then split over PARTITIONS threads (default: the
+# machine's cores, at least 2) where the transport allows it (not with PFC).
+parts=${PARTITIONS:-$(nproc)}
+((parts >= 2)) || parts=2
+printf '%-10s %10s %12s %14s %14s %10s %s\n' run wall_s events events/s data_pkts/s rss_MB complete
+run() { # LABEL TRANSPORT [ARGS...]
+  local label=$1 t=$2
+  shift 2
   # shellcheck disable=SC2086
-  /usr/bin/time -v -o "$out/time.txt" "$sim" run htsim-perm --transport "$t" --no-progress -q \
-    --json "$out/$t.json" ${PERF_ARGS:-}
+  if ! /usr/bin/time -v -o "$out/time.txt" "$sim" run htsim-perm --transport "$t" --no-progress -q \
+    --json "$out/$t.json" ${PERF_ARGS:-} "$@" 2>"$out/err.txt"; then
+    printf '%-10s %s\n' "$label" "not run: $(grep -m1 'error' "$out/err.txt")"
+    return
+  fi
   rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$out/time.txt")
-  python3 - "$out/$t.json" "$rss_kb" <<'PY'
+  python3 - "$out/$t.json" "$rss_kb" "$label" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
 s = run["simulator"]
-print(f'{run["transport"]:<8} {s["wall_seconds"]:10.2f} {s["events"]:12d} '
+print(f'{sys.argv[3]:<10} {s["wall_seconds"]:10.2f} {s["events"]:12d} '
       f'{s["events_per_second"]:14.0f} {s["data_packets_per_second"]:14.0f} '
       f'{int(sys.argv[2]) / 1024:10.1f} {run["complete"]}')
 PY
-done
+}
+for t in "${transports[@]}"; do run "$t" "$t"; done
+for t in "${transports[@]}"; do run "$t/$parts" "$t" --set "partitions=$parts"; done
 echo "reference: htsim needs 8-15 s and ~56 MB for this scenario (~100,000 data packets/s)"

@@ -50,6 +50,7 @@ class Host final : public Node, public EventHandler, public Sink {
   Transport& transport() { return *transport_; }
   const Transport& transport() const { return *transport_; }
   std::uint32_t id() const { return id_; }
+  SimContext& context() const { return ctx_; }
   std::uint32_t planes() const { return static_cast<std::uint32_t>(nics_.size()); }
   Link* nic(std::uint32_t plane) const { return nics_[plane]; }
   const HostStats& stats() const { return stats_; }

@@ -128,9 +128,9 @@ void Link::on_other_event(SimTime now, std::uint64_t arg) {
     case kArrive: {
       const auto p = static_cast<PacketId>(arg);
       if (((arg >> 32) & kEpochMask) != epoch_ || state_ == LinkState::kDown) {
-        ctx_.drop(p, DropCause::kLinkDown);
+        arrive_ctx_->drop(p, DropCause::kLinkDown);
       } else if (state_ == LinkState::kBlackHole) {
-        ctx_.drop(p, DropCause::kBlackHole);
+        arrive_ctx_->drop(p, DropCause::kBlackHole);
       } else {
         to_->receive(now, p, to_port_);
       }
@@ -164,7 +164,13 @@ void Link::on_other_event(SimTime now, std::uint64_t arg) {
 
 void Link::send_pause(SimTime now, bool pause) {
   assert(!scheduled_);
-  ctx_.events.schedule(now + delay_, this, std::uint64_t{pause ? kPause : kResume} << kKindShift);
+  const std::uint64_t arg = std::uint64_t{pause ? kPause : kResume} << kKindShift;
+  // Called by the far end: from its partition when the link crosses.
+  if (back_) {
+    back_->send_event(now + delay_, this, arg);
+    return;
+  }
+  ctx_.events.schedule(now + delay_, this, arg);
 }
 
 void Link::set_paused(SimTime now, bool paused) {

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "sim/context.h"
+#include "sim/crossing.h"
 #include "sim/departures.h"
 #include "sim/node.h"
 #include "sim/rng.h"
@@ -67,6 +68,16 @@ class alignas(64) Link final : public EventHandler {
   bool enqueue(SimTime now, PacketId p) {
     return scheduled_ ? enqueue_scheduled(now, p) : enqueue_pausable(now, p);
   }
+
+  // The far end runs in another partition: arrivals go through `crossing`, and the
+  // far end's PFC frames come back through `back`.
+  void set_crossing(Crossing* crossing, Crossing* back) {
+    crossing_ = crossing;
+    back_ = back;
+    arrive_ctx_ = &crossing->to();
+  }
+
+  bool crosses() const { return crossing_ != nullptr; }
 
   void set_state(SimTime now, LinkState state);
   LinkState state() const { return state_; }
@@ -153,8 +164,12 @@ class alignas(64) Link final : public EventHandler {
   // The packet is on the wire until busy_until_: lose it, or schedule its arrival.
   void transmit(PacketId p) {
     if (!clean_ && lose(p)) return;
-    ctx_.events.schedule(busy_until_ + delay_, this,
-                         std::uint64_t{kArrive} << kKindShift | std::uint64_t{epoch_} << 32 | p);
+    const std::uint64_t arg = std::uint64_t{kArrive} << kKindShift | std::uint64_t{epoch_} << 32;
+    if (crossing_) {
+      crossing_->send(busy_until_ + delay_, this, arg, p);
+      return;
+    }
+    ctx_.events.schedule(busy_until_ + delay_, this, arg | p);
   }
   // Black hole or random loss; true if the packet was dropped.
   bool lose(PacketId p);
@@ -166,8 +181,9 @@ class alignas(64) Link final : public EventHandler {
   void update_clean() { clean_ = state_ == LinkState::kUp && params_.loss_rate <= 0; }
 
   // Hot: what every packet reads or writes, in the first two cache lines.
-  SimContext& ctx_;
+  SimContext& ctx_;  // the sending end's
   Node* to_;
+  Crossing* crossing_ = nullptr;  // when the far end is in another partition
   SimTime busy_until_ = 0;
   SimTime delay_;
   std::uint64_t limit_bytes_;  // tail drop above (none: the largest value)
@@ -185,6 +201,8 @@ class alignas(64) Link final : public EventHandler {
   std::uint64_t tx_bytes_ = 0;
 
   // Cold: pausable queues, failures, loss and statistics.
+  SimContext* arrive_ctx_ = &ctx_;  // the receiving end's, which owns arriving packets
+  Crossing* back_ = nullptr;        // from the receiving end's partition to this one
   LinkParams params_;
   Node* from_;
   std::uint16_t from_port_;

@@ -1,6 +1,8 @@
 #include "sim/network.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
 
 #include "sim/errors.h"
 #include "sim/rng.h"
@@ -25,14 +27,32 @@ constexpr std::uint64_t kSaltEcmp = 2;
 constexpr std::uint32_t kUnreached = ~std::uint32_t{0};
 }  // namespace
 
-Network::Network(SimContext& ctx, const NetworkConfig& config)
-    : ctx_(ctx), config_(config), graph_(build_topology(config.topology)) {
+Network::Network(std::vector<SimContext*> partitions, const NetworkConfig& config)
+    : parts_(std::move(partitions)), config_(config), graph_(build_topology(config.topology)) {
   if (config_.switches.pfc.enabled) config_.queue.limit_bytes = 0;  // lossless egress
+  const auto n = static_cast<std::uint32_t>(parts_.size());
+  if (n == 0 || n > graph_.leaves.size()) {
+    throw ConfigError("partitions = " + std::to_string(n) + ", but the fabric has " +
+                      std::to_string(graph_.leaves.size()) +
+                      " leaves: each partition needs one at least");
+  }
+  // Each tier in n equal runs of switches, in the order the topology made them.
+  std::map<std::uint8_t, std::uint32_t> per_tier, seen;
+  for (std::uint8_t t : graph_.tier) ++per_tier[t];
+  for (std::uint8_t t : graph_.tier) {
+    switch_part_.push_back(static_cast<std::uint32_t>(std::uint64_t{seen[t]++} * n / per_tier[t]));
+  }
+  for (std::uint32_t from = 0; from < n; ++from) {
+    for (std::uint32_t to = 0; to < n; ++to) {
+      crossings_.push_back(from == to ? nullptr
+                                      : std::make_unique<Crossing>(*parts_[from], *parts_[to]));
+    }
+  }
   for (std::uint32_t h = 0; h < graph_.hosts; ++h) {
     host_map_.loc.push_back(graph_.host_leaf[h] << 16 | graph_.host_slot[h]);
   }
   for (std::uint32_t h = 0; h < graph_.hosts; ++h) {
-    hosts_.emplace_back(ctx_, h, planes(), config_.nic_queue_packets);
+    hosts_.emplace_back(*parts_[partition_of_host(h)], h, planes(), config_.nic_queue_packets);
   }
   peer_.resize(graph_.switches());
   for (std::uint32_t p = 0; p < planes(); ++p) build_plane(p);
@@ -74,7 +94,14 @@ Link* Network::add_link(const LinkParams& params, Node* from, std::uint16_t from
                         std::uint16_t to_port, const LinkInfo& info) {
   LinkParams lp = params;
   lp.seed = derive_seed(config_.seed, kSaltLink, links_.size());
-  Link* link = &links_.emplace_back(ctx_, lp, from, from_port, to, to_port);
+  const std::uint32_t a = partition_of(info.from_tier, info.from);
+  const std::uint32_t b = partition_of(info.to_tier, info.to);
+  Link* link = &links_.emplace_back(*parts_[a], lp, from, from_port, to, to_port);
+  if (a != b) {
+    link->set_crossing(crossings_[a * partitions() + b].get(),
+                       crossings_[b * partitions() + a].get());
+    lookahead_ = std::min(lookahead_, lp.delay);
+  }
   link_info_.push_back(info);
   link_info_.back().link = link;
   return link;
@@ -83,8 +110,8 @@ Link* Network::add_link(const LinkParams& params, Node* from, std::uint16_t from
 void Network::build_plane(std::uint32_t plane) {
   const std::uint32_t base = static_cast<std::uint32_t>(switches_.size());
   for (std::uint32_t s = 0; s < graph_.switches(); ++s) {
-    switches_.emplace_back(ctx_, base + s, static_cast<std::uint8_t>(plane), graph_.tier[s],
-                           config_.switches, host_map_,
+    switches_.emplace_back(*parts_[switch_part_[s]], base + s, static_cast<std::uint8_t>(plane),
+                           graph_.tier[s], config_.switches, host_map_,
                            derive_seed(config_.seed, kSaltEcmp, base + s));
   }
   const auto p8 = static_cast<std::uint8_t>(plane);
@@ -183,6 +210,12 @@ std::vector<RouteTable> Network::compute_routes(std::uint32_t plane) const {
     }
   }
   return tables;
+}
+
+void Network::deliver_crossings(std::uint32_t to) {
+  for (std::uint32_t from = 0; from < partitions(); ++from) {
+    if (from != to) crossings_[from * partitions() + to]->deliver();
+  }
 }
 
 void Network::recompute_routes(std::uint32_t plane) {

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/context.h"
+#include "sim/crossing.h"
 #include "sim/host.h"
 #include "sim/link.h"
 #include "sim/switch.h"
@@ -51,7 +53,12 @@ struct LinkInfo {
 
 class Network {
  public:
-  Network(SimContext& ctx, const NetworkConfig& config);
+  Network(SimContext& ctx, const NetworkConfig& config) : Network({&ctx}, config) {}
+  // Split over partitions, one context each (a run over several threads): hosts go with
+  // their leaf, leaves, spines and cores each in equal runs of their tier, so that a
+  // fat-tree splits by pods. Links between partitions hand packets over through a
+  // Crossing; hosts never are apart from their leaf.
+  Network(std::vector<SimContext*> partitions, const NetworkConfig& config);
   Network(const Network&) = delete;
   Network& operator=(const Network&) = delete;
 
@@ -74,6 +81,16 @@ class Network {
   SimTime base_rtt() const { return sim::base_rtt(config_.topology, graph_.max_hops); }
   std::uint64_t bdp_bytes() const { return sim::bdp_bytes(config_.topology, graph_.max_hops); }
 
+  std::uint32_t partitions() const { return static_cast<std::uint32_t>(parts_.size()); }
+  std::uint32_t partition_of_host(std::uint32_t h) const {
+    return switch_part_[graph_.leaves[graph_.host_leaf[h]]];
+  }
+  // The shortest delay of a link between partitions (kSimNever if there is none): a
+  // partition may run that far ahead of the others.
+  SimTime lookahead() const { return lookahead_; }
+  // Moves the packets sent toward partition `to` in the last window into its queue.
+  void deliver_crossings(std::uint32_t to);
+
   std::optional<std::uint32_t> find_switch(const std::string& name) const;
   // Link sets for failures (both directions).
   std::vector<Link*> plane_links(std::uint32_t plane) const;
@@ -94,9 +111,16 @@ class Network {
   bool switch_queues_scheduled() const;
   std::vector<RouteTable> compute_routes(std::uint32_t plane) const;
 
-  SimContext& ctx_;
+  std::uint32_t partition_of(std::uint8_t tier, std::uint32_t index) const {
+    return tier == kTierHost ? partition_of_host(index) : switch_part_[index];
+  }
+
+  std::vector<SimContext*> parts_;
   NetworkConfig config_;
   TopologyGraph graph_;
+  std::vector<std::uint32_t> switch_part_;            // per switch of a plane
+  std::vector<std::unique_ptr<Crossing>> crossings_;  // [from * partitions + to]
+  SimTime lookahead_ = kSimNever;
   HostMap host_map_;
   std::deque<Host> hosts_;
   std::deque<Switch> switches_;

@@ -320,6 +320,7 @@ Scenario parse_scenario(std::string_view text, const std::string& source,
   s.description = top.get_string("description", "");
   s.seed = top.get_uint("seed", 1);
   s.stop = top.get_time("stop", kSimNever);
+  s.partitions = static_cast<std::uint32_t>(top.get_uint("partitions", 1, 1, 64));
   s.mtu = static_cast<std::uint32_t>(top.get_uint("mtu", 4096, 256, 9000));
   top.reject_unused();
 

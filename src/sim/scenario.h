@@ -65,6 +65,9 @@ struct Scenario {
   std::string description;
   std::uint64_t seed = 1;
   SimTime stop = kSimNever;  // end of the run even if work remains
+  // Threads the network is split over. Runs are bit-identical for a given count; counts
+  // differ only in the order of events of the same picosecond.
+  std::uint32_t partitions = 1;
   std::string transport = "mroce";
   std::uint32_t mtu = 4096;  // payload bytes per data packet the transports should use
 

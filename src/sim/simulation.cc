@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "core/config.h"
 #include "sim/addressing.h"
@@ -29,6 +33,26 @@ std::uint64_t peak_rss() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
+}
+
+// A run split over partitions cannot have what acts on several of them at one instant:
+// scripted failures and route changes, collectives whose steps wait on other hosts. Each
+// is refused with the reason.
+void check_partitionable(const Scenario& s, const Network& network) {
+  const std::string why = "partitions = " + std::to_string(s.partitions) + ": ";
+  if (!s.failures.empty()) throw ConfigError(why + "scripted failures need one partition");
+  for (std::size_t i = 0; i < s.workloads.size(); ++i) {
+    if (s.workloads[i].kind == WorkloadKind::kRingAllReduce) {
+      throw ConfigError(why + "workload." + std::to_string(i) +
+                        " is a ring all-reduce, whose steps wait on other hosts; it needs one "
+                        "partition");
+    }
+  }
+  if (network.lookahead() == 0) {
+    throw ConfigError(why +
+                      "links between partitions have no delay, so no partition could "
+                      "run ahead of another");
+  }
 }
 
 }  // namespace
@@ -85,13 +109,13 @@ class Simulation::Sampler final : public EventHandler {
  public:
   explicit Sampler(Simulation& sim) : sim_(sim) {}
 
-  void start() { sim_.ctx_->events.schedule(interval(), this); }
+  void start() { sim_.context().events.schedule(interval(), this); }
 
   void on_event(SimTime now, std::uint64_t) override {
     take(now);
     // Stop when nothing else is pending: the run would otherwise never end.
-    if (!sim_.traffic_->done() && !sim_.ctx_->events.empty()) {
-      sim_.ctx_->events.schedule(now + interval(), this);
+    if (!sim_.traffic_->done() && sim_.events_pending()) {
+      sim_.context().events.schedule(now + interval(), this);
     }
   }
 
@@ -101,13 +125,13 @@ class Simulation::Sampler final : public EventHandler {
     std::uint64_t rx = 0;
     for (std::uint32_t h = 0; h < net.host_count(); ++h) rx += net.host(h).stats().rx_payload_bytes;
     const std::uint64_t done = sim_.traffic_->completed_bytes();
-    const std::uint64_t drops = sim_.ctx_->drops.total();
+    const std::uint64_t drops = sim_.drops_total();
     Sample s;
     s.time = now;
     s.rx_gbps = gbps(rx - last_rx_, now - last_);
     s.goodput_gbps = gbps(done - last_done_, now - last_);
     s.drops = drops - last_drops_;
-    s.packets_in_network = sim_.ctx_->packets.live();
+    s.packets_in_network = sim_.live_packets();
     std::vector<std::uint64_t> class_max(sim_.link_class_names_.size(), 0);
     const auto& links = net.links();
     for (std::size_t i = 0; i < links.size(); ++i) {
@@ -192,8 +216,9 @@ class Simulation::FailureScript final : public EventHandler {
           break;
       }
       links_.push_back(std::move(links));
-      sim_.ctx_->events.schedule(f.at, this, i << 2 | kFail);
-      if (f.recover != kSimNever) sim_.ctx_->events.schedule(f.recover, this, i << 2 | kRecover);
+      sim_.context().events.schedule(f.at, this, i << 2 | kFail);
+      if (f.recover != kSimNever)
+        sim_.context().events.schedule(f.recover, this, i << 2 | kRecover);
     }
   }
 
@@ -214,7 +239,7 @@ class Simulation::FailureScript final : public EventHandler {
     log.push_back({now, what + (action == kRecover ? " recovered"
                                 : f.visible        ? " down"
                                                    : " black-holed")});
-    if (f.visible) sim_.ctx_->events.schedule(now + f.reroute_delay, this, i << 2 | kReroute);
+    if (f.visible) sim_.context().events.schedule(now + f.reroute_delay, this, i << 2 | kReroute);
   }
 
   std::vector<FailureRecord> log;
@@ -246,9 +271,14 @@ class Simulation::FailureScript final : public EventHandler {
 };
 
 Simulation::Simulation(const Scenario& scenario, const TransportInfo& transport)
-    : scenario_(scenario), transport_name_(transport.name), ctx_(std::make_unique<SimContext>()) {
+    : scenario_(scenario), transport_name_(transport.name) {
   NetworkConfig net = resolve_network(scenario_, transport);
-  network_ = std::make_unique<Network>(*ctx_, net);
+  std::vector<SimContext*> parts;
+  for (std::uint32_t i = 0; i < scenario_.partitions; ++i) {
+    parts.push_back(parts_.emplace_back(std::make_unique<SimContext>()).get());
+  }
+  network_ = std::make_unique<Network>(parts, net);
+  if (scenario_.partitions > 1) check_partitionable(scenario_, *network_);
 
   auto found = scenario_.transport_settings.find(transport.name);
   Params settings = found != scenario_.transport_settings.end()
@@ -271,7 +301,7 @@ Simulation::Simulation(const Scenario& scenario, const TransportInfo& transport)
     network_->host(h).set_transport(make(hc));
   }
 
-  traffic_ = std::make_unique<Traffic>(*ctx_, *network_, port);
+  traffic_ = std::make_unique<Traffic>(*network_, port);
   for (std::uint32_t h = 0; h < network_->host_count(); ++h) {
     network_->host(h).set_listener(traffic_.get());
   }
@@ -299,38 +329,145 @@ Simulation::Simulation(const Scenario& scenario, const TransportInfo& transport)
 Simulation::~Simulation() = default;
 
 RunResult Simulation::run(const RunOptions& options) {
-  using Clock = std::chrono::steady_clock;
-  const auto wall_start = Clock::now();
-  auto last_print = wall_start;
-  bool printed = false;
-  EventQueue& q = ctx_->events;
+  wall_start_ = last_print_ = std::chrono::steady_clock::now();
+  printed_ = false;
+  if (parts_.size() == 1) {
+    run_single(options);
+  } else {
+    run_partitioned(options);
+  }
+  if (printed_) std::fprintf(stderr, "\n");
+  sampler_->take(now());
+  RunResult r;
+  r.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+  collect(r);
+  return r;
+}
+
+void Simulation::run_single(const RunOptions& options) {
+  EventQueue& q = parts_.front()->events;
   const bool until_done = traffic_->workload_count() > 0;
   sampler_->start();
   std::uint64_t n = 0;
   while (!(until_done && traffic_->done())) {
     if (!q.run_one_until(scenario_.stop)) break;
-    if (options.progress && (++n & 0x3ffff) == 0) {
-      const auto now = Clock::now();
-      if (now - last_print >= std::chrono::seconds(1)) {
-        const double wall = std::chrono::duration<double>(now - wall_start).count();
-        std::size_t done = 0;
-        for (const Flow& f : traffic_->flows()) done += f.done();
-        std::fprintf(stderr, "\r[%s] sim %s  %.1fM events (%.2fM/s, %zu pending)  flows %zu/%zu   ",
-                     transport_name_.c_str(), format_time(q.now()).c_str(),
-                     static_cast<double>(q.executed()) / 1e6,
-                     static_cast<double>(q.executed()) / 1e6 / wall, q.size(), done,
-                     traffic_->flows().size());
-        printed = true;
-        last_print = now;
-      }
-    }
+    if (options.progress && (++n & 0x3ffff) == 0) print_progress();
   }
-  if (printed) std::fprintf(stderr, "\n");
-  sampler_->take(q.now());
-  RunResult r;
-  r.wall_seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
-  collect(r);
-  return r;
+}
+
+// Conservative parallel simulation: every partition runs the events before the window's
+// end, which is at most the lookahead past the earliest pending event anywhere, so
+// nothing another partition sends in the window can be due inside it. At the barrier
+// each partition takes in what was sent toward it; then one thread alone samples,
+// checks whether the work is done and sets the next window.
+void Simulation::run_partitioned(const RunOptions& options) {
+  const auto n = static_cast<std::uint32_t>(parts_.size());
+  const SimTime lookahead = network_->lookahead();
+  const SimTime interval = scenario_.output.sample_interval;
+  const SimTime last = scenario_.stop;  // events at or before it run
+  const bool until_done = traffic_->workload_count() > 0;
+  SimTime next_sample = interval;
+  SimTime end = 0;
+  bool stop = false;
+  std::uint64_t windows = 0;
+  std::mutex error_lock;
+  std::exception_ptr error;
+
+  auto plan = [&]() noexcept {
+    if (error || (until_done && traffic_->done())) {
+      stop = true;
+      return;
+    }
+    SimTime next = kSimNever;
+    for (const auto& c : parts_) next = std::min(next, c->events.next_time());
+    // Samples fall due as they would between events of a single queue.
+    while (next_sample <= next && next_sample <= last && next != kSimNever) {
+      sampler_->take(next_sample);
+      next_sample += interval;
+    }
+    if (next == kSimNever || next > last) {
+      stop = true;
+      return;
+    }
+    end = std::min({lookahead == kSimNever ? kSimNever : next + lookahead, next_sample,
+                    last == kSimNever ? kSimNever : last + 1});
+    if (options.progress && (++windows & 0xff) == 0) print_progress();
+  };
+  std::barrier sync(static_cast<std::ptrdiff_t>(n), plan);
+
+  // An error stops the run at the next window, every thread still keeping step.
+  const auto guarded = [&](auto&& f) {
+    try {
+      f();
+    } catch (...) {
+      std::lock_guard lock(error_lock);
+      if (!error) error = std::current_exception();
+    }
+  };
+  auto work = [&](std::uint32_t p) {
+    EventQueue& q = parts_[p]->events;
+    for (;;) {
+      sync.arrive_and_wait();
+      if (stop) return;
+      guarded([&] {
+        while (q.run_one_until(end - 1)) {
+        }
+      });
+      sync.arrive_and_wait();
+      guarded([&] { network_->deliver_crossings(p); });
+    }
+  };
+  std::vector<std::jthread> threads;
+  for (std::uint32_t p = 1; p < n; ++p) threads.emplace_back(work, p);
+  work(0);
+  threads.clear();  // joins
+  if (error) std::rethrow_exception(error);
+}
+
+void Simulation::print_progress() {
+  const auto now_wall = std::chrono::steady_clock::now();
+  if (now_wall - last_print_ < std::chrono::seconds(1)) return;
+  const double wall = std::chrono::duration<double>(now_wall - wall_start_).count();
+  std::size_t done = 0;
+  for (const Flow& f : traffic_->flows()) done += f.done();
+  std::uint64_t executed = 0;
+  std::size_t pending = 0;
+  for (const auto& c : parts_) {
+    executed += c->events.executed();
+    pending += c->events.size();
+  }
+  std::fprintf(stderr, "\r[%s] sim %s  %.1fM events (%.2fM/s, %zu pending)  flows %zu/%zu   ",
+               transport_name_.c_str(), format_time(now()).c_str(),
+               static_cast<double>(executed) / 1e6, static_cast<double>(executed) / 1e6 / wall,
+               pending, done, traffic_->flows().size());
+  printed_ = true;
+  last_print_ = now_wall;
+}
+
+SimTime Simulation::now() const {
+  SimTime t = 0;
+  for (const auto& c : parts_) t = std::max(t, c->now());
+  return t;
+}
+
+std::uint64_t Simulation::drops_total() const {
+  std::uint64_t n = 0;
+  for (const auto& c : parts_) n += c->drops.total();
+  return n;
+}
+
+std::size_t Simulation::live_packets() const {
+  std::size_t n = 0;
+  for (const auto& c : parts_) n += c->packets.live();
+  return n;
+}
+
+bool Simulation::events_pending() const {
+  for (const auto& c : parts_) {
+    if (!c->events.empty()) return true;
+  }
+  return false;
 }
 
 void Simulation::collect(RunResult& r) const {
@@ -339,17 +476,22 @@ void Simulation::collect(RunResult& r) const {
   r.transport = transport_name_;
   r.pfc = net.config().switches.pfc.enabled;
   r.complete = traffic_->done();
-  r.sim_time = ctx_->now();
-  r.events = ctx_->events.executed();
-  r.packets_sent = ctx_->packets_sent;
-  r.peak_packets = ctx_->packets.capacity();
+  r.sim_time = now();
+  for (const auto& c : parts_) {
+    r.events += c->events.executed();
+    r.packets_sent += c->packets_sent;
+    r.peak_packets += c->packets.capacity();
+    for (std::size_t k = 0; k < c->drops.by_cause.size(); ++k) {
+      r.drops.by_cause[k] += c->drops.by_cause[k];
+    }
+    r.drops.data_packets += c->drops.data_packets;
+  }
   r.peak_rss_bytes = peak_rss();
   r.hosts = net.host_count();
   r.switches = network_->switch_count();
   r.links = net.links().size();
   r.base_rtt = network_->base_rtt();
   r.queue_bytes = net.config().queue.limit_bytes;
-  r.drops = ctx_->drops;
   for (std::uint32_t h = 0; h < net.host_count(); ++h) {
     const Host& host = net.host(h);
     r.data_packets_sent += host.stats().tx_data_packets;

@@ -3,8 +3,10 @@
 // done (or the stop time), and returns what it measured.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/context.h"
 #include "sim/network.h"
@@ -33,8 +35,8 @@ class Simulation {
 
   RunResult run(const RunOptions& options = {});
 
-  // For tests and tools that drive the pieces directly.
-  SimContext& context() { return *ctx_; }
+  // For tests and tools that drive the pieces directly (the first partition's).
+  SimContext& context() { return *parts_.front(); }
   Network& network() { return *network_; }
   Traffic& traffic() { return *traffic_; }
 
@@ -43,16 +45,28 @@ class Simulation {
   class FailureScript;
 
   void collect(RunResult& r) const;
+  // The event loop of one partition, or of several on as many threads, in windows of
+  // the network's lookahead.
+  void run_single(const RunOptions& options);
+  void run_partitioned(const RunOptions& options);
+  void print_progress();  // at most once a second
+  SimTime now() const;
+  std::uint64_t drops_total() const;
+  std::size_t live_packets() const;
+  bool events_pending() const;
 
   Scenario scenario_;
   std::string transport_name_;
-  std::unique_ptr<SimContext> ctx_;
+  std::vector<std::unique_ptr<SimContext>> parts_;  // one per partition
   std::unique_ptr<Network> network_;
   std::unique_ptr<Traffic> traffic_;
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<FailureScript> failures_;
   std::vector<std::uint32_t> link_class_;  // per link
   std::vector<std::string> link_class_names_;
+  // Progress line state.
+  std::chrono::steady_clock::time_point wall_start_, last_print_;
+  bool printed_ = false;
 };
 
 }  // namespace mroce::sim

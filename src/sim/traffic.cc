@@ -15,8 +15,8 @@ constexpr std::uint64_t kRecvTag = 1ull << 63;  // receive wr_ids name a channel
 constexpr std::size_t kEventLogLimit = 10000;
 }  // namespace
 
-Traffic::Traffic(SimContext& ctx, Network& network, std::uint16_t port)
-    : ctx_(ctx), network_(network), port_(port) {}
+Traffic::Traffic(Network& network, std::uint16_t port)
+    : network_(network), port_(port), event_logs_(network.partitions()) {}
 
 void Traffic::api_error(std::uint32_t host, const char* call, Errc e) const {
   throw std::runtime_error("host " + std::to_string(host) + ": " + call +
@@ -103,7 +103,7 @@ void Traffic::post_receives(std::uint32_t channel, std::uint32_t count) {
 }
 
 void Traffic::start_at(SimTime at, std::uint32_t flow) {
-  ctx_.events.schedule(at, this, flow);
+  network_.host(flows_[flow].initiator).context().events.schedule(at, this, flow);
 }
 
 void Traffic::on_event(SimTime, std::uint64_t flow) {
@@ -112,7 +112,7 @@ void Traffic::on_event(SimTime, std::uint64_t flow) {
 
 void Traffic::start(std::uint32_t id) {
   Flow& f = flows_[id];
-  f.start = ctx_.now();
+  f.start = network_.host(f.initiator).context().now();
   const std::uint32_t parts = std::max<std::uint32_t>(1, f.parts);
   f.pending = parts;
   // Parts of (nearly) equal size: the first ones take the remainder.
@@ -132,7 +132,10 @@ void Traffic::start(std::uint32_t id) {
     wr.rkey = keys_[c.b].rkey;
     wr.imm = id;
     offset += bytes;
-    if (f.completes_on_receive()) c.arrivals.push_back(id);
+    if (f.completes_on_receive()) {
+      std::lock_guard lock(arrivals_lock_);
+      c.arrivals.push_back(id);
+    }
     if (Errc e = network_.host(c.a).post_send(c.sa, wr); e != Errc::kOk) {
       api_error(c.a, "post_send", e);
     }
@@ -143,11 +146,16 @@ void Traffic::on_completion(SimTime now, std::uint32_t, const Completion& c) {
   const bool ok = c.status == WcStatus::kSuccess;
   if (c.wr_id & kRecvTag) {
     Channel& ch = channels_[c.wr_id & ~kRecvTag];
-    if (ch.next_arrival >= ch.arrivals.size()) {
-      if (ok) throw std::runtime_error("receive completion with no message in flight");
-      return;  // flushed receives of a stream in error
+    std::uint32_t flow;
+    {
+      std::lock_guard lock(arrivals_lock_);
+      if (ch.next_arrival >= ch.arrivals.size()) {
+        if (ok) throw std::runtime_error("receive completion with no message in flight");
+        return;  // flushed receives of a stream in error
+      }
+      flow = ch.arrivals[ch.next_arrival++];
     }
-    part_done(ch.arrivals[ch.next_arrival++], now, ok);
+    part_done(flow, now, ok);
     return;
   }
   if (c.wr_id == 0 || c.wr_id > flows_.size()) return;
@@ -166,15 +174,24 @@ void Traffic::finish(std::uint32_t id, SimTime now, bool ok) {
   if (f.done()) return;
   f.end = now;
   f.failed = !ok;
-  --remaining_;
-  if (ok) completed_bytes_ += f.bytes;
+  remaining_.fetch_sub(1, std::memory_order_relaxed);
+  if (ok) completed_bytes_.fetch_add(f.bytes, std::memory_order_relaxed);
   workloads_[f.workload]->on_flow_done(*this, id, now);
 }
 
 void Traffic::on_transport_event(SimTime now, std::uint32_t host, const Event& e) {
   const int k = static_cast<int>(e.kind);
-  if (k >= 0 && k < 8) ++event_counts_[k];
-  if (event_log_.size() < kEventLogLimit) event_log_.push_back({now, host, e});
+  if (k >= 0 && k < 8) event_counts_[k].fetch_add(1, std::memory_order_relaxed);
+  auto& log = event_logs_[network_.partition_of_host(host)];
+  if (log.size() < kEventLogLimit) log.push_back({now, host, e});
+}
+
+std::vector<Traffic::EventRecord> Traffic::event_log() const {
+  std::vector<EventRecord> all;
+  for (const auto& log : event_logs_) all.insert(all.end(), log.begin(), log.end());
+  std::stable_sort(all.begin(), all.end(),
+                   [](const EventRecord& a, const EventRecord& b) { return a.time < b.time; });
+  return all;
 }
 
 }  // namespace mroce::sim

@@ -4,8 +4,10 @@
 // completions back into flow completion times.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "sim/context.h"
@@ -68,9 +70,13 @@ class Workload {
   std::vector<SimTime> no_iterations_;
 };
 
+// When the network is split over partitions, hosts of different partitions call in from
+// their own threads: what they share (the channels' arrival lists, the counters and the
+// event log) is locked, atomic or kept per partition. A flow's own fields are written by
+// its two ends only in causal order, which crosses the barrier between windows.
 class Traffic final : public HostListener, public EventHandler {
  public:
-  Traffic(SimContext& ctx, Network& network, std::uint16_t port);
+  Traffic(Network& network, std::uint16_t port);
 
   // Registers one large region per host (no host memory: headers-only simulation).
   void register_memory();
@@ -96,42 +102,43 @@ class Traffic final : public HostListener, public EventHandler {
   std::uint32_t workload_count() const { return static_cast<std::uint32_t>(workloads_.size()); }
   const Workload& workload(std::uint32_t i) const { return *workloads_[i]; }
   std::uint32_t current_workload() const { return current_; }
-  bool done() const { return remaining_ == 0; }
-  std::uint64_t completed_bytes() const { return completed_bytes_; }
+  bool done() const { return remaining_.load(std::memory_order_relaxed) == 0; }
+  std::uint64_t completed_bytes() const { return completed_bytes_.load(std::memory_order_relaxed); }
   std::uint64_t transport_event_count(EventKind k) const {
-    return event_counts_[static_cast<int>(k)];
+    return event_counts_[static_cast<int>(k)].load(std::memory_order_relaxed);
   }
   struct EventRecord {
     SimTime time;
     std::uint32_t host;
     Event event;
   };
-  const std::vector<EventRecord>& event_log() const { return event_log_; }
+  // In time order (partitions' records of the same time in partition order), at most
+  // kEventLogLimit per partition.
+  std::vector<EventRecord> event_log() const;
 
   void on_completion(SimTime now, std::uint32_t host, const Completion& c) override;
   void on_transport_event(SimTime now, std::uint32_t host, const Event& e) override;
   void on_event(SimTime now, std::uint64_t flow) override;
 
   Network& network() { return network_; }
-  SimContext& context() { return ctx_; }
 
  private:
   void part_done(std::uint32_t flow, SimTime now, bool ok);
   void finish(std::uint32_t flow, SimTime now, bool ok);
   [[noreturn]] void api_error(std::uint32_t host, const char* call, Errc e) const;
 
-  SimContext& ctx_;
   Network& network_;
   std::uint16_t port_;
   std::vector<MrKeys> keys_;
   std::vector<std::unique_ptr<Workload>> workloads_;
   std::uint32_t current_ = 0;  // the workload being set up
   std::vector<Channel> channels_;
+  std::mutex arrivals_lock_;  // Channel::arrivals: posted at one end, read at the other
   std::vector<Flow> flows_;
-  std::uint64_t remaining_ = 0;
-  std::uint64_t completed_bytes_ = 0;
-  std::uint64_t event_counts_[8] = {};
-  std::vector<EventRecord> event_log_;
+  std::atomic<std::uint64_t> remaining_ = 0;
+  std::atomic<std::uint64_t> completed_bytes_ = 0;
+  std::atomic<std::uint64_t> event_counts_[8] = {};
+  std::vector<std::vector<EventRecord>> event_logs_;  // per partition
 };
 
 }  // namespace mroce::sim

@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <vector>
 
 #include "sim/addressing.h"
 #include "sim/ecmp.h"
+#include "sim/errors.h"
 
 namespace mroce::sim {
 namespace {
@@ -37,6 +40,68 @@ NetworkConfig fat_tree(std::uint32_t k) {
   NetworkConfig c;
   c.topology.k = k;
   return c;
+}
+
+TEST(Partitions, AFatTreeSplitsByPodsAndOnlyLinksAboveTheAggregationCross) {
+  SimContext a, b;
+  NetworkConfig c = fat_tree(4);
+  c.topology.host_delay = 1 * kUs;
+  c.topology.fabric_delay = 2 * kUs;
+  Network net({&a, &b}, c);
+  ASSERT_EQ(net.partitions(), 2u);
+  // Pods 0-1 (hosts 0-7) in the first, pods 2-3 in the second; hosts with their ToR.
+  for (std::uint32_t h = 0; h < 16; ++h) {
+    EXPECT_EQ(net.partition_of_host(h), h < 8 ? 0u : 1u) << h;
+    EXPECT_EQ(&net.host(h).context(), h < 8 ? &a : &b) << h;
+  }
+  EXPECT_EQ(net.lookahead(), 2 * kUs);
+  // Only aggregation-core cables join pods; half of them cross.
+  std::size_t crossing = 0;
+  for (const LinkInfo& li : net.links()) {
+    if (!li.link->crosses()) continue;
+    ++crossing;
+    EXPECT_TRUE((li.from_tier == kTierSpine && li.to_tier == kTierCore) ||
+                (li.from_tier == kTierCore && li.to_tier == kTierSpine));
+  }
+  EXPECT_EQ(crossing, 16u);  // 16 of 32 aggregation-core directions
+  SimContext one;
+  EXPECT_EQ(Network(one, c).lookahead(), kSimNever);  // nothing crosses
+  SimContext x, y, z;
+  EXPECT_THROW(Network({&x, &y, &z, &one, &a}, fat_tree(2)), ConfigError);  // 2 leaves
+}
+
+// Records what arrives.
+struct Arrivals final : EventHandler {
+  std::vector<std::pair<SimTime, std::uint64_t>> got;
+  void on_event(SimTime now, std::uint64_t arg) override { got.emplace_back(now, arg); }
+};
+
+TEST(Partitions, ACrossingHandsPacketAndHeaderToTheOtherPoolAtItsTime) {
+  SimContext a, b;
+  Crossing crossing(a, b);
+  Arrivals sink;
+  const PacketId id = a.packets.alloc();
+  a.packets[id].frame_bytes = static_cast<std::uint16_t>(kFrameOverhead + 100 + 3);
+  a.packets[id].payload_bytes = 100;
+  a.packets[id].src_port = 777;
+  std::memcpy(a.packets.header(id), "abc", 3);
+  b.packets.alloc();  // so that the new id differs from the old one
+  crossing.send(5 * kUs, &sink, std::uint64_t{9} << 56, id);
+  EXPECT_EQ(a.packets.live(), 0u);  // released by the sender at once
+  EXPECT_TRUE(b.events.empty());    // nothing arrives before delivery
+  crossing.deliver();
+  ASSERT_EQ(b.packets.live(), 2u);
+  ASSERT_TRUE(b.events.run_one());
+  ASSERT_EQ(sink.got.size(), 1u);
+  EXPECT_EQ(sink.got[0].first, 5 * kUs);
+  EXPECT_EQ(sink.got[0].second >> 56, 9u);
+  const auto moved = static_cast<PacketId>(sink.got[0].second);
+  EXPECT_NE(moved, id);
+  EXPECT_EQ(b.packets[moved].src_port, 777);
+  EXPECT_EQ(b.packets[moved].header_len(), 3u);
+  EXPECT_EQ(std::memcmp(b.packets.header(moved), "abc", 3), 0);
+  crossing.deliver();  // delivered once only
+  EXPECT_TRUE(b.events.empty());
 }
 
 TEST(Ecmp, SourcePortsSpreadOverEveryShortestPathAndEachPortIsPinned) {

@@ -76,6 +76,87 @@ TEST(Simulation, SmokeScenarioCompletesWithoutLossOrFailures) {
   EXPECT_FALSE(r.path_samples.empty());  // gbn reports one path per stream
 }
 
+TEST(Simulation, ARunOverTwoPartitionsIsBitForBitRepeatable) {
+  const Scenario s = parse_scenario(kLossy, "lossy", {"partitions=2"});
+  RunResult a = run_scenario(s);
+  RunResult b = run_scenario(s);
+  ASSERT_TRUE(a.complete);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(simulated(s, a).dump(), simulated(s, b).dump());
+}
+
+TEST(Simulation, ARunOverPartitionsDoesTheWorkOfOne) {
+  // Lossless, so that every flow's bytes cross once; the runs differ only in the order
+  // of events of the same picosecond.
+  const std::vector<std::string> lossless = {"loss.rate=0"};
+  RunResult one = run_scenario(parse_scenario(kLossy, "lossless", lossless));
+  for (const char* n : {"partitions=2", "partitions=4"}) {
+    std::vector<std::string> o = lossless;
+    o.push_back(n);
+    RunResult r = run_scenario(parse_scenario(kLossy, "lossless", o));
+    ASSERT_TRUE(r.complete) << n;
+    EXPECT_EQ(r.workloads[0].completed, one.workloads[0].completed) << n;
+    EXPECT_EQ(r.payload_bytes_delivered, one.payload_bytes_delivered) << n;
+    EXPECT_EQ(r.drops.total(), one.drops.total()) << n;
+    EXPECT_NEAR(static_cast<double>(r.fct.mean), static_cast<double>(one.fct.mean),
+                0.02 * static_cast<double>(one.fct.mean))
+        << n;
+    EXPECT_NEAR(static_cast<double>(r.events), static_cast<double>(one.events),
+                0.01 * static_cast<double>(one.events))
+        << n;
+    EXPECT_FALSE(r.samples.empty()) << n;
+  }
+}
+
+TEST(Simulation, PfcPausesCrossPartitions) {
+  // An incast under PFC: the receiver's leaf pauses the spines, which are split across
+  // partitions, and they pause the senders' leaves in turn.
+  const std::string incast = std::string(kSmallFabric) + R"(
+[pfc]
+mode = "on"
+[[workload]]
+kind = "incast"
+receiver = 0
+senders = 15
+bytes = "256KiB"
+)";
+  RunResult one = run_toml(incast);
+  RunResult two = run_toml(incast, {"partitions=2"});
+  ASSERT_TRUE(two.complete);
+  EXPECT_EQ(two.drops.total(), 0u);  // lossless
+  EXPECT_GT(two.pause_frames, 0u);
+  EXPECT_NEAR(double(two.pause_frames), double(one.pause_frames), 0.1 * double(one.pause_frames));
+  EXPECT_NEAR(double(two.fct.max), double(one.fct.max), 0.02 * double(one.fct.max));
+}
+
+TEST(Simulation, PartitionsRefuseWhatActsOnSeveralAtOnce) {
+  const auto refused = [](const std::string& toml, const std::vector<std::string>& o,
+                          const std::string& why) {
+    try {
+      run_scenario(parse_scenario(toml, "test", o));
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  const std::string failure = std::string(kLossy) + R"(
+[[failure]]
+target = "plane"
+at = "10us"
+)";
+  refused(failure, {"partitions=2"}, "failures");
+  const std::string ring = std::string(kSmallFabric) + R"(
+[[workload]]
+kind = "ring_allreduce"
+bytes = "64KiB"
+op = "send"
+)";
+  refused(ring, {"partitions=2"}, "ring all-reduce");
+  refused(kLossy, {"partitions=2", "topology.link_delay=\"0ns\""}, "no delay");
+  refused(kLossy, {"partitions=9"}, "8 leaves");
+  refused(kLossy, {"partitions=0"}, "partitions");
+}
+
 TEST(Simulation, EveryNamedScenarioParsesAndBuilds) {
   for (const auto& named : builtin_scenarios()) {
     const Scenario s = load_scenario(named.name);
