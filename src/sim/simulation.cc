@@ -35,23 +35,11 @@ std::uint64_t peak_rss() {
   return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
 }
 
-// A run split over partitions cannot have what acts on several of them at one instant:
-// scripted failures and route changes, collectives whose steps wait on other hosts. Each
-// is refused with the reason.
 void check_partitionable(const Scenario& s, const Network& network) {
-  const std::string why = "partitions = " + std::to_string(s.partitions) + ": ";
-  if (!s.failures.empty()) throw ConfigError(why + "scripted failures need one partition");
-  for (std::size_t i = 0; i < s.workloads.size(); ++i) {
-    if (s.workloads[i].kind == WorkloadKind::kRingAllReduce) {
-      throw ConfigError(why + "workload." + std::to_string(i) +
-                        " is a ring all-reduce, whose steps wait on other hosts; it needs one "
-                        "partition");
-    }
-  }
   if (network.lookahead() == 0) {
-    throw ConfigError(why +
-                      "links between partitions have no delay, so no partition could "
-                      "run ahead of another");
+    throw ConfigError("partitions = " + std::to_string(s.partitions) +
+                      ": links between partitions have no delay, so no partition could run "
+                      "ahead of another");
   }
 }
 
@@ -216,9 +204,8 @@ class Simulation::FailureScript final : public EventHandler {
           break;
       }
       links_.push_back(std::move(links));
-      sim_.context().events.schedule(f.at, this, i << 2 | kFail);
-      if (f.recover != kSimNever)
-        sim_.context().events.schedule(f.recover, this, i << 2 | kRecover);
+      sim_.script().schedule(f.at, this, i << 2 | kFail);
+      if (f.recover != kSimNever) sim_.script().schedule(f.recover, this, i << 2 | kRecover);
     }
   }
 
@@ -239,7 +226,7 @@ class Simulation::FailureScript final : public EventHandler {
     log.push_back({now, what + (action == kRecover ? " recovered"
                                 : f.visible        ? " down"
                                                    : " black-holed")});
-    if (f.visible) sim_.context().events.schedule(now + f.reroute_delay, this, i << 2 | kReroute);
+    if (f.visible) sim_.script().schedule(now + f.reroute_delay, this, i << 2 | kReroute);
   }
 
   std::vector<FailureRecord> log;
@@ -374,28 +361,6 @@ void Simulation::run_partitioned(const RunOptions& options) {
   std::mutex error_lock;
   std::exception_ptr error;
 
-  auto plan = [&]() noexcept {
-    if (error || (until_done && traffic_->done())) {
-      stop = true;
-      return;
-    }
-    SimTime next = kSimNever;
-    for (const auto& c : parts_) next = std::min(next, c->events.next_time());
-    // Samples fall due as they would between events of a single queue.
-    while (next_sample <= next && next_sample <= last && next != kSimNever) {
-      sampler_->take(next_sample);
-      next_sample += interval;
-    }
-    if (next == kSimNever || next > last) {
-      stop = true;
-      return;
-    }
-    end = std::min({lookahead == kSimNever ? kSimNever : next + lookahead, next_sample,
-                    last == kSimNever ? kSimNever : last + 1});
-    if (options.progress && (++windows & 0xff) == 0) print_progress();
-  };
-  std::barrier sync(static_cast<std::ptrdiff_t>(n), plan);
-
   // An error stops the run at the next window, every thread still keeping step.
   const auto guarded = [&](auto&& f) {
     try {
@@ -405,6 +370,44 @@ void Simulation::run_partitioned(const RunOptions& options) {
       if (!error) error = std::current_exception();
     }
   };
+  const auto next_event = [&] {
+    SimTime next = kSimNever;
+    for (const auto& c : parts_) next = std::min(next, c->events.next_time());
+    return next;
+  };
+  auto plan = [&]() noexcept {
+    if (error || (until_done && traffic_->done())) {
+      stop = true;
+      return;
+    }
+    // Samples and scripted actions fall due as they would among the events of a single
+    // queue: once every event before them has run. Scripted actions run before the
+    // events of their own time, as they were scheduled before them.
+    for (;;) {
+      const SimTime next = next_event();
+      const SimTime scripted = script_.next_time();
+      const SimTime first = std::min(next, scripted);
+      if (first == kSimNever || first > last) break;
+      if (next_sample <= first) {
+        sampler_->take(next_sample);
+        next_sample += interval;
+      } else if (scripted <= next) {
+        guarded([&] { script_.run_one(); });
+      } else {
+        break;
+      }
+    }
+    const SimTime next = next_event();
+    if (next == kSimNever || next > last || error) {
+      stop = true;
+      return;
+    }
+    end = std::min({lookahead == kSimNever ? kSimNever : next + lookahead, next_sample,
+                    script_.next_time(), last == kSimNever ? kSimNever : last + 1});
+    if (options.progress && (++windows & 0xff) == 0) print_progress();
+  };
+  std::barrier sync(static_cast<std::ptrdiff_t>(n), plan);
+
   auto work = [&](std::uint32_t p) {
     EventQueue& q = parts_[p]->events;
     for (;;) {
@@ -446,7 +449,7 @@ void Simulation::print_progress() {
 }
 
 SimTime Simulation::now() const {
-  SimTime t = 0;
+  SimTime t = script_.now();
   for (const auto& c : parts_) t = std::max(t, c->now());
   return t;
 }
@@ -477,6 +480,7 @@ void Simulation::collect(RunResult& r) const {
   r.pfc = net.config().switches.pfc.enabled;
   r.complete = traffic_->done();
   r.sim_time = now();
+  r.events = parts_.size() > 1 ? script_.executed() : 0;
   for (const auto& c : parts_) {
     r.events += c->events.executed();
     r.packets_sent += c->packets_sent;

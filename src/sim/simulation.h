@@ -54,6 +54,10 @@ class Simulation {
   std::uint64_t drops_total() const;
   std::size_t live_packets() const;
   bool events_pending() const;
+  // Where scripted actions (failures, recoveries, route changes) are scheduled: the
+  // queue itself on one partition; on several, a queue of their own that runs between
+  // windows, when no partition is running.
+  EventQueue& script() { return parts_.size() == 1 ? parts_.front()->events : script_; }
 
   Scenario scenario_;
   std::string transport_name_;
@@ -61,6 +65,7 @@ class Simulation {
   std::unique_ptr<Network> network_;
   std::unique_ptr<Traffic> traffic_;
   std::unique_ptr<Sampler> sampler_;
+  EventQueue script_;
   std::unique_ptr<FailureScript> failures_;
   std::vector<std::uint32_t> link_class_;  // per link
   std::vector<std::string> link_class_names_;

@@ -64,10 +64,7 @@ class Workload {
   virtual void setup(Traffic& traffic) = 0;
   virtual void on_flow_done(Traffic&, std::uint32_t /*flow*/, SimTime /*now*/) {}
   // Collectives: completion times of each iteration, measured from the workload start.
-  virtual const std::vector<SimTime>& iteration_ends() const { return no_iterations_; }
-
- private:
-  std::vector<SimTime> no_iterations_;
+  virtual std::vector<SimTime> iteration_ends() const { return {}; }
 };
 
 // When the network is split over partitions, hosts of different partitions call in from

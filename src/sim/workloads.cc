@@ -1,6 +1,7 @@
 #include "sim/workloads.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 
 #include "sim/errors.h"
@@ -62,7 +63,8 @@ class RingAllReduce : public Workload {
         steps_(2 * (ranks - 1)),
         total_(steps_ * spec.iterations),
         chunk_((spec.bytes + ranks - 1) / ranks),
-        finished_(spec.iterations, 0) {}
+        finished_(spec.iterations),
+        ends_(spec.iterations, kSimNever) {}
 
   void setup(Traffic& t) override {
     first_ = static_cast<std::uint32_t>(t.flows().size());
@@ -90,12 +92,23 @@ class RingAllReduce : public Workload {
     if (f.failed) return;  // the ring stops; the run reports it incomplete
     if (f.step + 1 < total_) t.start(flow(f.target, f.step + 1));
     if (f.step % steps_ == steps_ - 1) {
+      // Ranks finish from their own partitions' threads: one of them is the last.
       const std::uint32_t it = f.step / steps_;
-      if (++finished_[it] == ranks_) ends_.push_back(now - spec_.start);
+      if (finished_[it].fetch_add(1, std::memory_order_relaxed) + 1 == ranks_) {
+        ends_[it] = now - spec_.start;
+      }
     }
   }
 
-  const std::vector<SimTime>& iteration_ends() const override { return ends_; }
+  // Each rank ends its iterations in order, so the finished ones are a prefix.
+  std::vector<SimTime> iteration_ends() const override {
+    std::vector<SimTime> done;
+    for (SimTime t : ends_) {
+      if (t == kSimNever) break;
+      done.push_back(t);
+    }
+    return done;
+  }
 
  private:
   std::uint32_t next(std::uint32_t r) const { return (r + 1) % ranks_; }
@@ -109,8 +122,8 @@ class RingAllReduce : public Workload {
   std::uint32_t total_;
   std::uint64_t chunk_;
   std::uint32_t first_ = 0;
-  std::vector<std::uint32_t> finished_;
-  std::vector<SimTime> ends_;
+  std::vector<std::atomic<std::uint32_t>> finished_;  // ranks done, per iteration
+  std::vector<SimTime> ends_;                         // per iteration; kSimNever: not yet
 };
 
 std::uint32_t participants(const WorkloadSpec& spec, std::uint32_t hosts) {

@@ -60,6 +60,30 @@ TEST(Failure, RerouteDelayBlackHolesUntilRoutingConverges) {
   EXPECT_EQ(r.failures[1].time, 120 * kUs);
 }
 
+TEST(Failure, ScriptedFailuresActOnEveryPartitionAtTheirTime) {
+  // Failures and route changes run between windows, when no partition runs: the same
+  // log, the same kinds of loss, the same outcome as on one partition.
+  const std::string silent =
+      "[[failure]]\ntarget = \"plane\"\nplane = 1\nat = \"50us\"\nrecover = \"400us\"\n";
+  const std::string visible =
+      "[[failure]]\ntarget = \"link\"\nnode = \"leaf0\"\npeer = \"spine1\"\nmode = "
+      "\"visible\"\nat = \"20us\"\nreroute_delay = \"100us\"\n";
+  for (const std::string& f : {silent, visible}) {
+    RunResult one = run_toml(two_planes(f));
+    RunResult two = run_toml(two_planes(f), {"partitions=2"});
+    ASSERT_TRUE(two.complete) << f;
+    ASSERT_EQ(two.failures.size(), one.failures.size()) << f;
+    for (std::size_t i = 0; i < one.failures.size(); ++i) {
+      EXPECT_EQ(two.failures[i].time, one.failures[i].time) << f;
+      EXPECT_EQ(two.failures[i].what, one.failures[i].what) << f;
+    }
+    for (DropCause c : {DropCause::kBlackHole, DropCause::kLinkDown}) {
+      EXPECT_EQ(two.drops[c] > 0, one.drops[c] > 0) << f << to_string(c);
+    }
+    EXPECT_NEAR(double(two.fct.max), double(one.fct.max), 0.1 * double(one.fct.max)) << f;
+  }
+}
+
 TEST(Failure, UnknownSwitchIsAConfigError) {
   EXPECT_THROW(run_toml(two_planes("[[failure]]\ntarget = \"switch\"\nnode = \"spine99\"\n")),
                ConfigError);
