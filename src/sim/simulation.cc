@@ -346,8 +346,9 @@ void Simulation::run_single(const RunOptions& options) {
 // Conservative parallel simulation: every partition runs the events before the window's
 // end, which is at most the lookahead past the earliest pending event anywhere, so
 // nothing another partition sends in the window can be due inside it. At the barrier
-// each partition takes in what was sent toward it; then one thread alone samples,
-// checks whether the work is done and sets the next window.
+// each partition takes in what was sent toward it; then one thread alone samples, runs
+// the scripted actions that fell due, checks whether the work is done and sets the next
+// window.
 void Simulation::run_partitioned(const RunOptions& options) {
   const auto n = static_cast<std::uint32_t>(parts_.size());
   const SimTime lookahead = network_->lookahead();
