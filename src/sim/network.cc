@@ -56,6 +56,11 @@ Network::Network(std::vector<SimContext*> partitions, const NetworkConfig& confi
   }
   peer_.resize(graph_.switches());
   for (std::uint32_t p = 0; p < planes(); ++p) build_plane(p);
+  if (lookahead_ == 0) {
+    throw ConfigError("partitions = " + std::to_string(n) +
+                      ": links between partitions have no delay, so no partition could run "
+                      "ahead of another");
+  }
   // Planes are copies: route one, give every plane the same tables.
   std::vector<RouteTable> tables = compute_routes(0);
   for (std::uint32_t p = 0; p < planes(); ++p) {

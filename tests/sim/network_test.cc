@@ -68,6 +68,8 @@ TEST(Partitions, AFatTreeSplitsByPodsAndOnlyLinksAboveTheAggregationCross) {
   EXPECT_EQ(Network(one, c).lookahead(), kSimNever);  // nothing crosses
   SimContext x, y, z;
   EXPECT_THROW(Network({&x, &y, &z, &one, &a}, fat_tree(2)), ConfigError);  // 2 leaves
+  c.topology.fabric_delay = 0;
+  EXPECT_THROW(Network({&x, &y}, c), ConfigError);  // no partition could run ahead
 }
 
 // Records what arrives.
