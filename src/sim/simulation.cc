@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -15,6 +14,7 @@
 #include "core/config.h"
 #include "sim/addressing.h"
 #include "sim/errors.h"
+#include "sim/spin_barrier.h"
 #include "sim/units.h"
 #include "sim/workloads.h"
 
@@ -398,7 +398,7 @@ void Simulation::run_partitioned(const RunOptions& options) {
                     script_.next_time(), last == kSimNever ? kSimNever : last + 1});
     if (options.progress && (++windows & 0xff) == 0) print_progress();
   };
-  std::barrier sync(static_cast<std::ptrdiff_t>(n), plan);
+  SpinBarrier sync(n, plan);
 
   auto work = [&](std::uint32_t p) {
     EventQueue& q = parts_[p]->events;
