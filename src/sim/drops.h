@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace mroce::sim {
@@ -45,6 +46,11 @@ struct DropCounters {
 
   std::uint64_t& operator[](DropCause c) { return by_cause[static_cast<int>(c)]; }
   std::uint64_t operator[](DropCause c) const { return by_cause[static_cast<int>(c)]; }
+  DropCounters& operator+=(const DropCounters& o) {
+    for (std::size_t i = 0; i < by_cause.size(); ++i) by_cause[i] += o.by_cause[i];
+    data_packets += o.data_packets;
+    return *this;
+  }
   std::uint64_t total() const {
     std::uint64_t n = 0;
     for (auto v : by_cause) n += v;

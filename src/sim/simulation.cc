@@ -105,7 +105,7 @@ class Simulation::Sampler final : public EventHandler {
     std::uint64_t rx = 0;
     for (std::uint32_t h = 0; h < net.host_count(); ++h) rx += net.host(h).stats().rx_payload_bytes;
     const std::uint64_t done = sim_.traffic_->completed_bytes();
-    const std::uint64_t drops = sim_.drops_total();
+    const std::uint64_t drops = sim_.drops().total();
     Sample s;
     s.time = now;
     s.rx_gbps = gbps(rx - last_rx_, now - last_);
@@ -446,10 +446,10 @@ SimTime Simulation::now() const {
   return t;
 }
 
-std::uint64_t Simulation::drops_total() const {
-  std::uint64_t n = 0;
-  for (const auto& c : parts_) n += c->drops.total();
-  return n;
+DropCounters Simulation::drops() const {
+  DropCounters d;
+  for (const auto& c : parts_) d += c->drops;
+  return d;
 }
 
 std::size_t Simulation::live_packets() const {
@@ -477,11 +477,8 @@ void Simulation::collect(RunResult& r) const {
     r.events += c->events.executed();
     r.packets_sent += c->packets_sent;
     r.peak_packets += c->packets.capacity();
-    for (std::size_t k = 0; k < c->drops.by_cause.size(); ++k) {
-      r.drops.by_cause[k] += c->drops.by_cause[k];
-    }
-    r.drops.data_packets += c->drops.data_packets;
   }
+  r.drops = drops();
   r.peak_rss_bytes = peak_rss();
   r.hosts = net.host_count();
   r.switches = network_->switch_count();

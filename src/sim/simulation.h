@@ -51,7 +51,7 @@ class Simulation {
   void run_partitioned(const RunOptions& options);
   void print_progress();  // at most once a second
   SimTime now() const;
-  std::uint64_t drops_total() const;
+  DropCounters drops() const;  // over every partition
   std::size_t live_packets() const;
   bool events_pending() const;
   // Where scripted actions (failures, recoveries, route changes) are scheduled: the

@@ -12,7 +12,8 @@
 namespace mroce::sim {
 namespace {
 
-// More threads than this machine has cores, so that waits outlast the spin and sleep.
+// More threads than a two-core machine has cores, so that some waits outlast the spin
+// and sleep.
 constexpr std::uint32_t kThreads = 4;
 
 TEST(SpinBarrier, NoThreadLeavesAPhaseBeforeAllArriveAndTheCompletionRan) {
