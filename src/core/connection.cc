@@ -150,17 +150,10 @@ void Connection::bind(Time now, Stream& s) {
 
 void Connection::unbind(Time now, Stream& s) {
   streams_.erase(std::remove(streams_.begin(), streams_.end(), s.id), streams_.end());
-  if (s.sq_head != s.sq_tail) {
-    // Work still open on a destroyed stream is abandoned; its segments become NOPs.
-    for (std::uint32_t msn = s.sq_head; msn != s.sq_tail; ++msn) {
-      Wqe& w = s.wqe(msn);
-      if (w.sent > 0 && !w.done) {
-        --open_messages_;
-        if (w.is_read() || w.is_atomic()) --open_requests_;
-      }
-      w.response.release(ctx_.bitmaps);
-    }
-  }
+  // Work still open on a destroyed stream is abandoned; its segments become NOPs.
+  for (std::uint32_t msn = s.sq_head; msn != s.sq_tail; ++msn) retire(s, s.wqe(msn));
+  s.sq_head = s.sq_cursor = s.sq_tail;
+  inbound_.erase_stream(s.id, ctx_.bitmaps);
   s.conn = 0;
   if (streams_.empty() && state_ == ConnState::kEstablished) {
     state_ = ConnState::kClosing;
@@ -169,6 +162,17 @@ void Connection::unbind(Time now, Stream& s) {
     handshake_at_ = now;
     handshake_interval_ = cfg_.connect_retry;
   }
+}
+
+void Connection::retire(Stream& s, Wqe& w) {
+  if (w.sent > 0) {
+    --open_messages_;
+    if (w.is_read() || w.is_atomic()) {
+      --open_requests_;
+      --s.reads_in_progress;
+    }
+  }
+  w.response.release(ctx_.bitmaps);
 }
 
 void Connection::schedule_stream(Stream& s) {
@@ -181,10 +185,7 @@ void Connection::flush_stream(Stream& s, WcStatus first_status) {
   bool first = true;
   for (std::uint32_t msn = s.sq_head; msn != s.sq_tail; ++msn) {
     Wqe& w = s.wqe(msn);
-    if (w.sent > 0) {
-      --open_messages_;
-      if (w.is_read() || w.is_atomic()) --open_requests_;
-    }
+    retire(s, w);
     Completion c;
     c.wr_id = w.wr.wr_id;
     c.stream = s.id;
@@ -192,7 +193,6 @@ void Connection::flush_stream(Stream& s, WcStatus first_status) {
                      : WcStatus::kWrFlushErr;
     c.opcode = completion_opcode(w.wr.opcode);
     first = false;
-    w.response.release(ctx_.bitmaps);
     ctx_.complete(c);
   }
   s.sq_head = s.sq_cursor = s.sq_tail;
@@ -350,6 +350,7 @@ void Connection::stats(ConnStats* out) const {
   s.cwnd_bytes = cwnd_;
   s.inflight_bytes = inflight_;
   s.open_messages = open_messages_;
+  s.inbound_messages = inbound_.size();
   s.rate_hint_bps = rate_hint_bps_;
   s.pacing_rate_bps = pacing_rate();
   s.inbound_senders = ctx_.share.active();

@@ -98,6 +98,10 @@ class Connection {
   void establish(Time now);
   void fail(Time now, WcStatus status);
   void flush_stream(Stream& s, WcStatus first_status);
+  // A work request leaves the send queue, whatever its state: the peer's message slot
+  // it held (and response slot, for a READ or atomic) is free again. Every way out of
+  // the queue goes through here, so the counts cannot drift.
+  void retire(Stream& s, Wqe& w);
   void emit_event(Time now, EventKind kind, std::uint16_t path = 0, std::uint8_t plane = 0);
   std::uint16_t pool_port(std::uint32_t i) const;
   // Counts the peer as an active sender while its latest DATA says it has more queued.

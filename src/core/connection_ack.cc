@@ -381,14 +381,7 @@ void Connection::complete_sends(Time now, Stream& s) {
   while (s.sq_head != s.sq_tail) {
     Wqe& w = s.wqe(s.sq_head);
     if (!w.done) break;
-    if (w.sent > 0) {
-      --open_messages_;
-      if (w.is_read() || w.is_atomic()) {
-        --open_requests_;
-        --s.reads_in_progress;
-      }
-    }
-    w.response.release(ctx_.bitmaps);
+    retire(s, w);
     Completion c;
     c.wr_id = w.wr.wr_id;
     c.stream = s.id;

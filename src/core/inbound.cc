@@ -51,4 +51,16 @@ void InboundTable::erase(InboundMessage* m) {
   }
 }
 
+void InboundTable::erase_stream(std::uint32_t stream, BitmapPool& pool) {
+  for (std::size_t i = 0; i < slots_.size() && size_ > 0;) {
+    InboundMessage& m = slots_[i];
+    if (m.used && m.stream == stream) {
+      m.placed.release(pool);
+      erase(&m);  // may shift a later entry into slot i: look at it again
+    } else {
+      ++i;
+    }
+  }
+}
+
 }  // namespace mroce

@@ -48,6 +48,8 @@ class InboundTable {
   // Null when the table holds max_messages already.
   InboundMessage* insert(std::uint32_t stream, std::uint32_t msn);
   void erase(InboundMessage* m);
+  // Frees every message of one local stream (it is being destroyed) and its bitmap.
+  void erase_stream(std::uint32_t stream, BitmapPool& pool);
   std::uint32_t size() const { return size_; }
 
   template <typename Fn>

@@ -130,8 +130,9 @@ struct ConnStats {
   std::uint64_t plane_failures = 0;
   std::uint32_t cwnd_bytes = 0;  // connection window
   std::uint32_t inflight_bytes = 0;
-  std::uint32_t open_messages = 0;  // started, not yet completed
-  std::uint64_t rate_hint_bps = 0;  // fair share the peer last granted us (0: none yet)
+  std::uint32_t open_messages = 0;     // started, not yet completed
+  std::uint32_t inbound_messages = 0;  // the peer's messages partly received here
+  std::uint64_t rate_hint_bps = 0;     // fair share the peer last granted us (0: none yet)
   std::uint64_t pacing_rate_bps = 0;
   std::uint32_t inbound_senders = 0;  // our own view: active senders we share among
 };
