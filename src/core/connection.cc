@@ -154,7 +154,7 @@ void Connection::unbind(Time now, Stream& s) {
     // Work still open on a destroyed stream is abandoned; its segments become NOPs.
     for (std::uint32_t msn = s.sq_head; msn != s.sq_tail; ++msn) {
       Wqe& w = s.wqe(msn);
-      if (w.sent > 0 && !w.done) {
+      if (w.sent > 0) {
         --open_messages_;
         if (w.is_read() || w.is_atomic()) --open_requests_;
       }
