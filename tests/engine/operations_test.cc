@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "engine/fixture.h"
+#include "wire/codec.h"
 
 namespace mroce::testing {
 namespace {
@@ -304,6 +305,36 @@ TEST_F(Operations, RemoteAccessErrorsFailTheRequest) {
     EXPECT_GT(B().counters().drop(k.reason), drops);
   }
   EXPECT_EQ(dst.bytes, std::vector<std::uint8_t>(4096, 0));  // nothing was placed
+}
+
+// The receiver refuses a bad request once; when that NACK is lost, the copies the sender
+// sends again must be refused too, not acknowledged as late copies of a completed
+// message (which completed the WRITE with success, nothing written).
+TEST_F(Operations, RemoteAccessErrorSurvivesALostNack) {
+  Buffer src(A(), 4096), dst(B(), 4096);
+  int nacks_dropped = 0;
+  cl.net.set_drop([&](int host, const TxMeta&, std::span<const std::uint8_t> bytes) {
+    wire::Packet p;
+    const bool nack = host == 1 && wire::decode(bytes, {}, &p) == wire::DecodeError::kOk &&
+                      p.common.type == wire::PacketType::kNack;
+    return nack && nacks_dropped++ == 0;
+  });
+  const WrOpcode ops[] = {WrOpcode::kRdmaWrite, WrOpcode::kRdmaRead, WrOpcode::kAtomicFetchAdd};
+  for (WrOpcode op : ops) {
+    nacks_dropped = 0;
+    auto [x, y] = cl.connect(0, 1);
+    (void)y;
+    const std::size_t before = cl.rec(0).completions.size();
+    SendWr wr = make_wr(op, src, 0, op == WrOpcode::kAtomicFetchAdd ? 8 : 4096, 1);
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.keys.rkey ^ 0x1;
+    ASSERT_EQ(A().post_send(now(), x, wr), Errc::kOk);
+    ASSERT_TRUE(cl.run_until_completions(0, before + 1, kLimit));
+    EXPECT_EQ(nacks_dropped, 2) << "opcode " << int(op);  // the lost one and the one that came
+    EXPECT_EQ(cl.rec(0).completions[before].status, WcStatus::kRemAccessErr)
+        << "opcode " << int(op);
+  }
+  EXPECT_EQ(dst.bytes, std::vector<std::uint8_t>(4096, 0));
 }
 
 TEST_F(Operations, SendLongerThanReceiveFailsBothSides) {
