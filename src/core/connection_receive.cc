@@ -155,7 +155,7 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
                                               std::span<const std::uint8_t> payload) {
   // A late copy of a message already completed.
   if (seq_lt(d.msn, s.rx_next_msn)) {
-    if (s.rx_refused && !seq_lt(d.msn, s.rx_refused_msn)) {
+    if (s.rx_refused && d.msn == s.rx_refused_msn) {
       return {Verdict::kNack, s.rx_refused_code, s.rx_refused_reason};
     }
     return {};
@@ -329,6 +329,9 @@ void Connection::advance_receiver(Time now, Stream& s) {
     found->placed.release(ctx_.bitmaps);
     inbound_.erase(found);
     ++s.rx_next_msn;
+    // After a refusal nothing later executes: its sender flushes it, and it would take
+    // a receive out of turn (the refused message used none).
+    if (s.rx_refused && seq_lt(s.rx_refused_msn, m.msn)) continue;
     execute(now, s, m);
   }
 }

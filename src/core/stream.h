@@ -80,8 +80,8 @@ class Stream {
 
   // Receiver side: the next message to complete, in order.
   std::uint32_t rx_next_msn = 0;
-  // The first message refused (SPEC §7.3): once it has completed, copies of it or of any
-  // later message are refused with its code, so a lost NACK cannot become a success.
+  // The first message refused (SPEC §7.3): copies of it once it has completed are refused
+  // with its code, so a lost NACK cannot become a success; no later message executes.
   bool rx_refused = false;
   std::uint32_t rx_refused_msn = 0;
   wire::NackCode rx_refused_code = wire::NackCode::kRemoteAccess;

@@ -337,6 +337,41 @@ TEST_F(Operations, RemoteAccessErrorSurvivesALostNack) {
   EXPECT_EQ(dst.bytes, std::vector<std::uint8_t>(4096, 0));
 }
 
+// A WRITE_IMM refused for its key uses no receive, and the sender flushes what follows
+// it: the receiver completes no receive for those, and none twice when it fails later.
+TEST_F(Operations, NothingAfterARefusedMessageConsumesAReceive) {
+  Buffer src(A(), 4096), dst(B(), 4096), back(B(), 4096), rbuf(A(), 4096);
+  for (std::uint64_t i = 0; i < 3; ++i)
+    ASSERT_EQ(B().post_recv(now(), b, make_recv(dst, 1024 * std::uint32_t(i), 1024, 100 + i)),
+              Errc::kOk);
+  SendWr bad = make_wr(WrOpcode::kRdmaWriteWithImm, src, 0, 64, 1);
+  bad.remote_addr = dst.addr();
+  bad.rkey = dst.keys.rkey ^ 0x1;
+  ASSERT_EQ(A().post_send(now(), a, bad), Errc::kOk);
+  ASSERT_EQ(A().post_send(now(), a, make_wr(WrOpcode::kSend, src, 0, 8, 2)), Errc::kOk);
+  ASSERT_EQ(A().post_send(now(), a, make_wr(WrOpcode::kSend, src, 0, 8, 3)), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 3, kLimit));
+  EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(cl.rec(0).completions[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(cl.rec(0).completions[2].status, WcStatus::kWrFlushErr);
+  cl.net.run_for(10 * kMillisecond);
+  // B's own bad READ puts its stream in error, which flushes its receives.
+  SendWr read = make_wr(WrOpcode::kRdmaRead, back, 0, 64, 9);
+  read.remote_addr = rbuf.addr();
+  read.rkey = rbuf.keys.rkey ^ 0x1;
+  ASSERT_EQ(B().post_send(now(), b, read), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(1, 4, kLimit));
+  cl.net.run_for(10 * kMillisecond);
+  std::vector<std::uint64_t> recvs;
+  for (const Completion& c : cl.rec(1).completions) {
+    if (!c.is_recv) continue;
+    EXPECT_NE(c.status, WcStatus::kSuccess) << "receive " << c.wr_id;
+    recvs.push_back(c.wr_id);
+  }
+  std::sort(recvs.begin(), recvs.end());
+  EXPECT_EQ(recvs, (std::vector<std::uint64_t>{100, 101, 102}));
+}
+
 TEST_F(Operations, SendLongerThanReceiveFailsBothSides) {
   Buffer src(A(), 8192), dst(B(), 8192);
   ASSERT_EQ(B().post_recv(now(), b, make_recv(dst, 0, 100, 1)), Errc::kOk);
