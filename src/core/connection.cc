@@ -42,6 +42,7 @@ void Connection::adopt_peer(const wire::HandshakeHeader& hs) {
   peer_max_messages_ = hs.max_messages;
   peer_max_responses_ = hs.max_responses;
   if (rx_.size() != hs.paths) rx_.assign(hs.paths, RxPath{});
+  ack_queue_.reserve(hs.paths);  // a path is queued once at most: no growth per packet
 }
 
 void Connection::on_handshake(Time now, const wire::Packet& pkt) {

@@ -123,11 +123,16 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
     p.rtt.sample(sample);
     srtt_ = (7 * srtt_ + sample) / 8;
   }
-  const std::uint32_t rx_delta = a.rx_packets - (p.counters_valid ? p.reported_rx : 0);
-  const std::uint32_t ce_delta = a.ce_packets - (p.counters_valid ? p.reported_ce : 0);
-  p.reported_rx = a.rx_packets;
-  p.reported_ce = a.ce_packets;
-  p.counters_valid = true;
+  std::uint32_t rx_delta = a.rx_packets - (p.counters_valid ? p.reported_rx : 0);
+  std::uint32_t ce_delta = a.ce_packets - (p.counters_valid ? p.reported_ce : 0);
+  if (p.counters_valid && (std::int32_t(rx_delta) < 0 || std::int32_t(ce_delta) < 0)) {
+    rx_delta = ce_delta = 0;  // the counters only grow: a late ACK's are older
+  } else {
+    p.reported_rx = a.rx_packets;
+    p.reported_ce = a.ce_packets;
+    p.counters_valid = true;
+  }
+  ce_delta = std::min(ce_delta, rx_delta);  // no more marks than packets: alpha stays <= 1
   p.stats.ce_packets += ce_delta;
   if (ce_delta > 0) ecn_seen_ = true;
   if (a.rate_kbps) rate_hint_bps_ = std::uint64_t{a.rate_kbps} * 1000;

@@ -139,6 +139,12 @@ Connection::Outcome Connection::fail_message(Time now, Stream& s, InboundMessage
   m.failed = true;
   m.fail_code = code;
   m.fail_reason = reason;
+  if (!s.rx_refused || seq_lt(m.msn, s.rx_refused_msn)) {
+    s.rx_refused = true;
+    s.rx_refused_msn = m.msn;
+    s.rx_refused_code = code;
+    s.rx_refused_reason = reason;
+  }
   m.recv_status = recv_status;
   m.complete = true;
   if (m.msn == s.rx_next_msn) advance_receiver(now, s);
@@ -148,7 +154,12 @@ Connection::Outcome Connection::fail_message(Time now, Stream& s, InboundMessage
 Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::DataHeader& d,
                                               std::span<const std::uint8_t> payload) {
   // A late copy of a message already completed.
-  if (seq_lt(d.msn, s.rx_next_msn)) return {};
+  if (seq_lt(d.msn, s.rx_next_msn)) {
+    if (s.rx_refused && d.msn == s.rx_refused_msn) {
+      return {Verdict::kNack, s.rx_refused_code, s.rx_refused_reason};
+    }
+    return {};
+  }
   const Outcome invalid{Verdict::kNack, wire::NackCode::kInvalidRequest,
                         DropReason::kInvalidRequest};
   if (seq_diff(s.rx_next_msn, d.msn) >= (1 << 20)) return invalid;
@@ -318,6 +329,9 @@ void Connection::advance_receiver(Time now, Stream& s) {
     found->placed.release(ctx_.bitmaps);
     inbound_.erase(found);
     ++s.rx_next_msn;
+    // After a refusal nothing later executes: its sender flushes it, and it would take
+    // a receive out of turn (the refused message used none).
+    if (s.rx_refused && seq_lt(s.rx_refused_msn, m.msn)) continue;
     execute(now, s, m);
   }
 }

@@ -25,17 +25,22 @@ class Ring {
     items_[tail_++ & mask_] = v;
   }
   void clear() { head_ = tail_ = 0; }
+  // Room for n items without growing.
+  void reserve(std::size_t n) {
+    if (n > std::size_t{mask_} + 1) resize(std::bit_ceil(n));
+  }
   // i-th element from the front.
   T& operator[](std::size_t i) { return items_[(head_ + i) & mask_]; }
   const T& operator[](std::size_t i) const { return items_[(head_ + i) & mask_]; }
 
  private:
-  void grow() {
+  void grow() { resize(2 * (std::size_t{mask_} + 1)); }
+  void resize(std::size_t capacity) {
     const std::size_t n = size();
-    auto bigger = std::make_unique<T[]>(2 * n);
+    auto bigger = std::make_unique<T[]>(capacity);
     for (std::size_t i = 0; i < n; ++i) bigger[i] = (*this)[i];
     items_ = std::move(bigger);
-    mask_ = static_cast<std::uint32_t>(2 * n - 1);
+    mask_ = static_cast<std::uint32_t>(capacity - 1);
     head_ = 0;
     tail_ = static_cast<std::uint32_t>(n);
   }

@@ -80,6 +80,12 @@ class Stream {
 
   // Receiver side: the next message to complete, in order.
   std::uint32_t rx_next_msn = 0;
+  // The first message refused (SPEC §7.3): copies of it once it has completed are refused
+  // with its code, so a lost NACK cannot become a success; no later message executes.
+  bool rx_refused = false;
+  std::uint32_t rx_refused_msn = 0;
+  wire::NackCode rx_refused_code = wire::NackCode::kRemoteAccess;
+  DropReason rx_refused_reason = DropReason::kAccessDenied;
 
   // Inline payloads, max_inline bytes per send-queue slot.
   std::uint8_t* inline_slot(std::uint32_t msn) {

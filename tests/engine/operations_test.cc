@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "engine/fixture.h"
+#include "wire/codec.h"
 
 namespace mroce::testing {
 namespace {
@@ -304,6 +305,71 @@ TEST_F(Operations, RemoteAccessErrorsFailTheRequest) {
     EXPECT_GT(B().counters().drop(k.reason), drops);
   }
   EXPECT_EQ(dst.bytes, std::vector<std::uint8_t>(4096, 0));  // nothing was placed
+}
+
+// The receiver refuses a bad request once; when that NACK is lost, the copies the sender
+// sends again must be refused too, not acknowledged as late copies of a completed
+// message (which completed the WRITE with success, nothing written).
+TEST_F(Operations, RemoteAccessErrorSurvivesALostNack) {
+  Buffer src(A(), 4096), dst(B(), 4096);
+  int nacks_dropped = 0;
+  cl.net.set_drop([&](int host, const TxMeta&, std::span<const std::uint8_t> bytes) {
+    wire::Packet p;
+    const bool nack = host == 1 && wire::decode(bytes, {}, &p) == wire::DecodeError::kOk &&
+                      p.common.type == wire::PacketType::kNack;
+    return nack && nacks_dropped++ == 0;
+  });
+  const WrOpcode ops[] = {WrOpcode::kRdmaWrite, WrOpcode::kRdmaRead, WrOpcode::kAtomicFetchAdd};
+  for (WrOpcode op : ops) {
+    nacks_dropped = 0;
+    auto [x, y] = cl.connect(0, 1);
+    (void)y;
+    const std::size_t before = cl.rec(0).completions.size();
+    SendWr wr = make_wr(op, src, 0, op == WrOpcode::kAtomicFetchAdd ? 8 : 4096, 1);
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.keys.rkey ^ 0x1;
+    ASSERT_EQ(A().post_send(now(), x, wr), Errc::kOk);
+    ASSERT_TRUE(cl.run_until_completions(0, before + 1, kLimit));
+    EXPECT_EQ(nacks_dropped, 2) << "opcode " << int(op);  // the lost one and the one that came
+    EXPECT_EQ(cl.rec(0).completions[before].status, WcStatus::kRemAccessErr)
+        << "opcode " << int(op);
+  }
+  EXPECT_EQ(dst.bytes, std::vector<std::uint8_t>(4096, 0));
+}
+
+// A WRITE_IMM refused for its key uses no receive, and the sender flushes what follows
+// it: the receiver completes no receive for those, and none twice when it fails later.
+TEST_F(Operations, NothingAfterARefusedMessageConsumesAReceive) {
+  Buffer src(A(), 4096), dst(B(), 4096), back(B(), 4096), rbuf(A(), 4096);
+  for (std::uint64_t i = 0; i < 3; ++i)
+    ASSERT_EQ(B().post_recv(now(), b, make_recv(dst, 1024 * std::uint32_t(i), 1024, 100 + i)),
+              Errc::kOk);
+  SendWr bad = make_wr(WrOpcode::kRdmaWriteWithImm, src, 0, 64, 1);
+  bad.remote_addr = dst.addr();
+  bad.rkey = dst.keys.rkey ^ 0x1;
+  ASSERT_EQ(A().post_send(now(), a, bad), Errc::kOk);
+  ASSERT_EQ(A().post_send(now(), a, make_wr(WrOpcode::kSend, src, 0, 8, 2)), Errc::kOk);
+  ASSERT_EQ(A().post_send(now(), a, make_wr(WrOpcode::kSend, src, 0, 8, 3)), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 3, kLimit));
+  EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(cl.rec(0).completions[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(cl.rec(0).completions[2].status, WcStatus::kWrFlushErr);
+  cl.net.run_for(10 * kMillisecond);
+  // B's own bad READ puts its stream in error, which flushes its receives.
+  SendWr read = make_wr(WrOpcode::kRdmaRead, back, 0, 64, 9);
+  read.remote_addr = rbuf.addr();
+  read.rkey = rbuf.keys.rkey ^ 0x1;
+  ASSERT_EQ(B().post_send(now(), b, read), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(1, 4, kLimit));
+  cl.net.run_for(10 * kMillisecond);
+  std::vector<std::uint64_t> recvs;
+  for (const Completion& c : cl.rec(1).completions) {
+    if (!c.is_recv) continue;
+    EXPECT_NE(c.status, WcStatus::kSuccess) << "receive " << c.wr_id;
+    recvs.push_back(c.wr_id);
+  }
+  std::sort(recvs.begin(), recvs.end());
+  EXPECT_EQ(recvs, (std::vector<std::uint64_t>{100, 101, 102}));
 }
 
 TEST_F(Operations, SendLongerThanReceiveFailsBothSides) {

@@ -107,6 +107,7 @@ void Network::pump(int index) {
     Packet pkt{std::vector<std::uint8_t>(tx_buf_.begin(), tx_buf_.begin() + meta.length), meta,
                meta.ecn};
     if (tap_) tap_(index, meta, pkt.bytes);
+    if (drop_ && drop_(index, meta, pkt.bytes)) continue;
     send(index, std::move(pkt));
   }
   const Time deadline = h.t->next_deadline();

@@ -86,6 +86,9 @@ class Network {
   // Sees every datagram a host sends, before the network acts on it.
   using Tap = std::function<void(int host, const TxMeta&, std::span<const std::uint8_t>)>;
   void set_tap(Tap tap) { tap_ = std::move(tap); }
+  // Drops every datagram a host sends for which `drop` returns true, before the network.
+  using Drop = std::function<bool(int host, const TxMeta&, std::span<const std::uint8_t>)>;
+  void set_drop(Drop drop) { drop_ = std::move(drop); }
   // Delivers arbitrary bytes to a host now, as if received on `meta`.
   void inject(int host, const RxMeta& meta, std::span<const std::uint8_t> bytes);
 
@@ -154,6 +157,7 @@ class Network {
   std::uint64_t events_ = 0;
   Time now_ = 0;
   Tap tap_;
+  Drop drop_;
   std::vector<std::uint8_t> tx_buf_;
 };
 
