@@ -86,6 +86,8 @@ class Network {
   // Sees every datagram a host sends, before the network acts on it.
   using Tap = std::function<void(int host, const TxMeta&, std::span<const std::uint8_t>)>;
   void set_tap(Tap tap) { tap_ = std::move(tap); }
+  // Puts another transport at a host's addresses, as a process restarted there would.
+  void replace(int host, Transport* transport);
   // Delivers arbitrary bytes to a host now, as if received on `meta`.
   void inject(int host, const RxMeta& meta, std::span<const std::uint8_t> bytes);
 
