@@ -52,8 +52,14 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
       case ConnState::kConnecting:  // both sides opened at once, or a fresh responder
         adopt_peer(hs);
         state_ = ConnState::kAccepting;
-        handshake_at_ = now;
-        handshake_interval_ = cfg_.connect_retry;
+        if (initiator_) {
+          handshake_at_ = now;
+          handshake_interval_ = cfg_.connect_retry;
+        } else {
+          // One answer per CONNECT and no timed retries: the peer is unproven, and its
+          // own CONNECT retries stand for ours.
+          send_accept_ = true;
+        }
         break;
       case ConnState::kAccepting:  // our ACCEPTs were lost, or this CONNECT is a copy
         send_accept_ = true;
@@ -84,6 +90,7 @@ void Connection::on_confirm(Time now) {
 
 void Connection::establish(Time now) {
   state_ = ConnState::kEstablished;
+  reply_to_ = {};
   handshake_at_ = kNever;
   handshake_copy_ = false;
   tx_.clear();
@@ -142,10 +149,16 @@ void Connection::emit_event(Time now, EventKind kind, std::uint16_t path, std::u
 }
 
 void Connection::bind(Time now, Stream& s) {
-  (void)now;
   s.conn = id_;
   s.state = established() ? StreamState::kReady : StreamState::kConnecting;
   streams_.push_back(s.id);
+  if (state_ == ConnState::kAccepting && handshake_at_ == kNever) {
+    // The application names this peer: our ACCEPT may now be repeated to it on the
+    // set-up schedule, so that a lost CONFIRM costs a retry, not the set-up.
+    reply_to_ = {};
+    handshake_at_ = now;
+    handshake_interval_ = cfg_.connect_retry;
+  }
   schedule_stream(s);
 }
 

@@ -60,6 +60,11 @@ class Connection {
   bool matches_peer_incarnation(const wire::HandshakeHeader& hs) const {
     return peer_conn_ == hs.src_conn && peer_token_ == hs.src_token;
   }
+  // Until the connection is established or adopted by a local stream, set-up answers
+  // go to the source of the latest CONNECT, never to an address the CONNECT names.
+  void answer_at(const Endpoint& source) { reply_to_ = source; }
+  const Endpoint& handshake_destination() const { return reply_to_.port ? reply_to_ : peer_; }
+  bool has_streams() const { return !streams_.empty(); }
 
   // Streams.
   void bind(Time now, Stream& s);
@@ -91,6 +96,7 @@ class Connection {
   std::size_t heap_index = ~std::size_t{0};
   Time heap_key = kNever;
   bool in_ready = false;
+  bool half_open = false;  // in the engine's table of unproven set-ups
 
  private:
   // connection.cc
@@ -232,6 +238,7 @@ class Connection {
 
   // Identities (set-up exchanges them).
   Endpoint peer_;
+  Endpoint reply_to_;  // port 0: none, answers go to peer_
   bool initiator_ = false;
   std::uint64_t local_token_;
   std::uint32_t tx_isn_;

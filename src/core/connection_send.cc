@@ -109,10 +109,11 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
   }
   // Every set-up packet leaves from another source port than the last, so a set-up
   // stuck on a broken route finds a new one.
+  const Endpoint& to = handshake_destination();
   out->src = cfg_.planes[0];
-  out->dst = peer_.addr;
+  out->dst = to.addr;
   out->src_port = pool_port(handshake_tries_++);
-  out->dst_port = peer_.port;
+  out->dst_port = to.port;
   out->plane = 0;
   out->ecn = Ecn::kNotEct;
   out->cls = PacketClass::kControl;

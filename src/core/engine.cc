@@ -62,7 +62,7 @@ Connection* Engine::find(ConnId id) const {
   return conns_[slot]->id() == id ? conns_[slot].get() : nullptr;
 }
 
-Connection* Engine::create(Time now, const Endpoint& peer) {
+Connection* Engine::create(Time now, const Endpoint& peer, bool listed) {
   std::uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -78,11 +78,18 @@ Connection* Engine::create(Time now, const Endpoint& peer) {
   if (gen == 0) gen = 1;
   const ConnId id = std::uint32_t{gen} << kSlotBits | slot;
   conns_[slot] = std::make_unique<Connection>(ctx_, id, peer, now);
-  by_peer_[peer] = id;
+  if (listed) by_peer_[peer] = id;
   return conns_[slot].get();
 }
 
 void Engine::release(Connection& c) {
+  if (c.half_open) {
+    HalfOpen* h = half_open_entry(c.id());
+    // A new incarnation that never answered our ACCEPT was not the peer.
+    if (h->restart) ctx_.counters.drops[int(DropReason::kForgedConnect)] += h->connects;
+    half_open_.erase(half_open_.begin() + (h - half_open_.data()));
+    c.half_open = false;
+  }
   heap_.remove(&c);
   auto it = by_peer_.find(c.peer());
   if (it != by_peer_.end() && it->second == c.id()) by_peer_.erase(it);
@@ -131,6 +138,7 @@ Errc Engine::connect_stream(Time now, StreamId sid, const Endpoint& peer, Stream
   s->peer = peer;
   s->remote = remote;
   c->bind(now, *s);
+  settle(now, *c);
   touch(*c);
   return Errc::kOk;
 }
@@ -244,7 +252,7 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
     return;
   }
   if (pkt.common.type == wire::PacketType::kConnect) {
-    on_connect(now, pkt);
+    on_connect(now, meta, pkt);
     return;
   }
   Connection* c = find(pkt.common.dst_conn);
@@ -299,6 +307,7 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
     case wire::PacketType::kConnect:
       break;
   }
+  settle(now, *c);
   touch(*c);
 }
 
@@ -310,7 +319,7 @@ bool Engine::is_local(const Endpoint& e) const {
   return false;
 }
 
-void Engine::on_connect(Time now, const wire::Packet& pkt) {
+void Engine::on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt) {
   const wire::HandshakeHeader& hs = pkt.handshake;
   if (hs.paths > 256 ||
       bool(hs.flags & wire::handshake_flags::kNoPayload) == ctx_.config.carry_payload) {
@@ -323,7 +332,13 @@ void Engine::on_connect(Time now, const wire::Packet& pkt) {
   Connection* c = nullptr;
   if (auto it = by_peer_.find(peer); it != by_peer_.end()) c = find(it->second);
   if (c && c->peer_conn() != 0 && !c->matches_peer_incarnation(hs)) {
-    // The peer restarted: what we had with its former incarnation cannot go on.
+    if (c->established()) {
+      // The peer restarted, or someone claims to be it: the live connection goes on
+      // until the new incarnation proves it receives at the peer's address.
+      on_restart_connect(now, meta, pkt, peer);
+      return;
+    }
+    // A set-up not yet complete has nothing to keep: the latest incarnation takes over.
     Connection& old = *c;
     old.on_close(now, false);
     release(old);
@@ -341,14 +356,90 @@ void Engine::on_connect(Time now, const wire::Packet& pkt) {
       ctx_.drop(DropReason::kUnknownConn);
       return;
     }
-    c = create(now, peer);
+    c = open_half(now, peer, false);
     if (!c) {
       ctx_.drop(DropReason::kNoResources);
       return;
     }
   }
+  if (c->half_open) {
+    // Until the peer is proven, its answer goes where the CONNECT came from, so that a
+    // CONNECT naming a third party reflects nothing towards it.
+    c->answer_at(Endpoint{meta.src, meta.src_port});
+    ++half_open_entry(c->id())->connects;
+  }
   c->on_handshake(now, pkt);
   touch(*c);
+}
+
+void Engine::on_restart_connect(Time now, const RxMeta& meta, const wire::Packet& pkt,
+                                const Endpoint& peer) {
+  // The proof is our ACCEPT coming back confirmed, and the ACCEPT goes to the datagram's
+  // source: only a CONNECT from the address it claims can prove that address.
+  if (meta.src != peer.addr) {
+    ctx_.drop(DropReason::kForgedConnect);
+    return;
+  }
+  Connection* c = nullptr;
+  for (const HalfOpen& h : half_open_) {
+    Connection* x = find(h.id);
+    if (h.restart && x->peer() == peer) {
+      c = x;
+      break;
+    }
+  }
+  if (c && !c->matches_peer_incarnation(pkt.handshake)) {
+    release(*c);  // one candidate per peer: the latest
+    c = nullptr;
+  }
+  if (!c) c = open_half(now, peer, true);
+  if (!c) {
+    ctx_.drop(DropReason::kNoResources);
+    return;
+  }
+  c->answer_at(Endpoint{meta.src, meta.src_port});
+  ++half_open_entry(c->id())->connects;
+  c->on_handshake(now, pkt);
+  touch(*c);
+}
+
+Connection* Engine::open_half(Time now, const Endpoint& peer, bool restart) {
+  if (half_open_.size() >= kMaxHalfOpen) {
+    // Oldest first: a genuine peer answers within a round trip, long before a flood
+    // of kMaxHalfOpen CONNECTs has pushed its set-up out.
+    if (!half_open_.front().restart) ctx_.drop(DropReason::kSetupEvicted);
+    release(*find(half_open_.front().id));
+  }
+  Connection* c = create(now, peer, !restart);
+  if (!c) return nullptr;
+  c->half_open = true;
+  half_open_.push_back(HalfOpen{c->id(), 0, restart});
+  return c;
+}
+
+Engine::HalfOpen* Engine::half_open_entry(ConnId id) {
+  for (HalfOpen& h : half_open_) {
+    if (h.id == id) return &h;
+  }
+  return nullptr;
+}
+
+void Engine::settle(Time now, Connection& c) {
+  if (!c.half_open || c.finished() || (!c.established() && !c.has_streams())) return;
+  HalfOpen* h = half_open_entry(c.id());
+  const bool restart = h->restart;
+  half_open_.erase(half_open_.begin() + (h - half_open_.data()));
+  c.half_open = false;
+  if (!restart) return;
+  // The new incarnation received our ACCEPT at the peer's address: the peer did
+  // restart, and what we had with its former incarnation cannot go on.
+  if (auto it = by_peer_.find(c.peer()); it != by_peer_.end()) {
+    if (Connection* old = find(it->second)) {
+      old->on_close(now, false);
+      release(*old);
+    }
+  }
+  by_peer_[c.peer()] = c.id();
 }
 
 bool Engine::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {

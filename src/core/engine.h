@@ -52,6 +52,11 @@ class Engine final : public Transport {
 
   const EngineConfig& config() const { return ctx_.config; }
 
+  // Connections created by a CONNECT whose sender has not yet shown that it receives at
+  // its address (no CONFIRM, no valid packet, no local stream bound): at most this many;
+  // a new one evicts the oldest.
+  static constexpr std::size_t kMaxHalfOpen = 256;
+
  private:
   struct EndpointHash {
     std::size_t operator()(const Endpoint& e) const {
@@ -59,9 +64,24 @@ class Engine final : public Transport {
     }
   };
 
+  // A half-open connection's place in the table.
+  struct HalfOpen {
+    ConnId id;
+    std::uint32_t connects;  // CONNECTs it answered
+    bool restart;            // a new incarnation of a live connection's peer
+  };
+
   Connection* find(ConnId id) const;
-  Connection* create(Time now, const Endpoint& peer);
-  void on_connect(Time now, const wire::Packet& pkt);
+  // listed: the connection is the one by_peer_ names for its peer.
+  Connection* create(Time now, const Endpoint& peer, bool listed = true);
+  void on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt);
+  void on_restart_connect(Time now, const RxMeta& meta, const wire::Packet& pkt,
+                          const Endpoint& peer);
+  Connection* open_half(Time now, const Endpoint& peer, bool restart);
+  HalfOpen* half_open_entry(ConnId id);
+  // A half-open connection that has proved its peer (or that the application adopted)
+  // leaves the table; a confirmed new incarnation replaces the live connection.
+  void settle(Time now, Connection& c);
   bool is_local(const Endpoint& e) const;
   // After any call into a connection: re-arm its timer, offer it a turn to send, and
   // release it once it has ended.
@@ -73,6 +93,7 @@ class Engine final : public Transport {
   std::vector<std::uint16_t> generations_;          // by slot
   std::vector<std::uint32_t> free_slots_;
   std::unordered_map<Endpoint, ConnId, EndpointHash> by_peer_;
+  std::vector<HalfOpen> half_open_;  // oldest first
   Ring<ConnId> ready_;
   DeadlineHeap<Connection> heap_;
   std::vector<Connection*> expired_;  // scratch for on_timer

@@ -65,6 +65,8 @@ enum class DropReason : std::uint8_t {
   kNoResources,       // message table full
   kBadAck,            // acknowledges data never sent
   kWrongPeer,         // set-up packet naming an endpoint the connection is not with
+  kForgedConnect,     // CONNECT of a new incarnation of a live peer that never proved itself
+  kSetupEvicted,      // unconfirmed set-up evicted, oldest first, from the full half-open table
   kCount,
 };
 const char* to_string(DropReason);

@@ -117,6 +117,10 @@ const char* to_string(DropReason r) {
       return "bad_ack";
     case DropReason::kWrongPeer:
       return "wrong_peer";
+    case DropReason::kForgedConnect:
+      return "forged_connect";
+    case DropReason::kSetupEvicted:
+      return "setup_evicted";
     case DropReason::kCount:
       break;
   }

@@ -1,6 +1,7 @@
 // A packet that does not belong to a live connection, carries the wrong token, or names
 // memory outside a region or without the right, is dropped and counted and never
 // placed; garbage never crashes the engine nor corrupts a transfer in progress.
+#include <map>
 #include <optional>
 
 #include "engine/workload.h"
@@ -235,6 +236,174 @@ TEST(SetUpSecurity, AConnectionToItselfStillWorks) {
   EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kSuccess);
   EXPECT_EQ(src.bytes, dst.bytes);
   EXPECT_EQ(cl.engine(0).counters().drop(DropReason::kWrongPeer), 0u);
+}
+
+// A CONNECT as an endpoint at `claimed` with the given identity would send it.
+std::vector<std::uint8_t> connect_bytes(const Endpoint& claimed, std::uint32_t id,
+                                        std::uint64_t token) {
+  wire::CommonHeader c;
+  c.type = wire::PacketType::kConnect;
+  wire::HandshakeHeader hs;
+  hs.src_conn = id;
+  hs.src_token = token;
+  hs.isn = 1;
+  hs.listen_port = claimed.port;
+  hs.mss = 4096;
+  hs.max_messages = 256;
+  hs.max_responses = 64;
+  hs.paths = 16;
+  hs.address_count = 1;
+  hs.addresses[0] = claimed.addr.bytes;
+  std::vector<std::uint8_t> out(512);
+  out.resize(wire::encode_handshake(c, hs, out));
+  return out;
+}
+
+RxMeta from(const Address& src, std::uint16_t src_port, const Endpoint& to) {
+  RxMeta m;
+  m.src = src;
+  m.src_port = src_port;
+  m.dst = to.addr;
+  m.dst_port = to.port;
+  return m;
+}
+
+int connections(Engine& e) {
+  int n = 0;
+  e.for_each_connection([&](ConnId) { ++n; });
+  return n;
+}
+
+TEST(SetUpSecurity, ForgedConnectsForALivePeerLeaveItsTransferAlone) {
+  // A blind attacker sends host 1 a CONNECT pair that claims host 0's endpoint, from
+  // host 0's address, with a new id and token, as a restart of host 0 would. Host 1's
+  // ACCEPT goes to host 0, which knows no such connection; the live connection and its
+  // WRITE carry on, and the unconfirmed incarnation is counted as forged when it expires.
+  Cluster cl(2, 1, 4, 83);
+  auto [a, b] = cl.connect(0, 1);
+  Buffer src(cl.engine(0), 4 << 20), dst(cl.engine(1), 4 << 20);
+  fill_pattern(src.bytes, 9);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 4 << 20, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  cl.net.run_for(500 * kMicrosecond);
+  ASSERT_TRUE(cl.rec(0).completions.empty()) << "the WRITE ended before the forgery";
+  const Endpoint victim = cl.hosts[0]->endpoint();
+  const auto forged = connect_bytes(victim, 0x00012345, 0x5eed5eed5eed5eedull);
+  cl.net.inject(1, from(victim.addr, 50001, cl.hosts[1]->endpoint()), forged);
+  cl.net.inject(1, from(victim.addr, 50002, cl.hosts[1]->endpoint()), forged);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 1 * kSecond));
+  EXPECT_EQ(cl.rec(0).completions[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(src.bytes, dst.bytes);
+  EXPECT_EQ(cl.engine(1).stream_state(b), StreamState::kReady);
+  EXPECT_EQ(cl.engine(0).counters().drop(DropReason::kUnknownConn), 2u) << "the two ACCEPTs";
+  // A CONNECT from another address than the one it claims cannot prove that address.
+  cl.net.inject(1, from(host_address(7, 0), 50003, cl.hosts[1]->endpoint()), forged);
+  EXPECT_EQ(cl.engine(1).counters().drop(DropReason::kForgedConnect), 1u);
+  cl.net.run_for(11 * kSecond);  // past the set-up timeout
+  EXPECT_EQ(cl.engine(1).counters().drop(DropReason::kForgedConnect), 3u);
+  EXPECT_EQ(connections(cl.engine(1)), 1);
+  EXPECT_EQ(cl.engine(1).stream_state(b), StreamState::kReady);
+}
+
+TEST(SetUpSecurity, AGenuineRestartReplacesTheConnectionOnceConfirmed) {
+  // Host 1's process restarts at the same address. Its new incarnation's CONNECT leaves
+  // the live connection untouched until the CONFIRM of our ACCEPT; then the old one
+  // closes (its streams fail) and new streams work over the new connection.
+  Cluster cl(2, 1, 4, 85);
+  const StreamId a = cl.connect(0, 1).first;
+  StreamId a2 = 0;
+  ASSERT_EQ(cl.engine(0).create_stream({}, &a2), Errc::kOk);
+  Buffer src(cl.engine(0), 4096), dst(cl.engine(1), 4096);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 100 * kMillisecond));
+
+  EngineConfig config = test_config(1, 1);
+  config.seed = 4242;  // another process: other tokens
+  auto former = std::move(cl.hosts[1]->engine);
+  cl.hosts[1]->engine = std::make_unique<Engine>(config);
+  Engine& restarted = cl.engine(1);
+  restarted.set_sink(&cl.rec(1));
+  cl.net.replace(1, &restarted);
+  former.reset();
+  bool accepted = false, live_meanwhile = false;
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> bytes) {
+    wire::Packet p;
+    if (host == 0 && !accepted && wire::decode(bytes, {}, &p) == wire::DecodeError::kOk &&
+        p.common.type == wire::PacketType::kAccept) {
+      accepted = true;
+      live_meanwhile = cl.engine(0).stream_state(a) == StreamState::kReady;
+    }
+  });
+  StreamId b2 = 0;
+  ASSERT_EQ(restarted.create_stream({}, &b2), Errc::kOk);
+  ASSERT_EQ(restarted.connect_stream(cl.net.now(), b2, cl.hosts[0]->endpoint(), a2), Errc::kOk);
+  ASSERT_TRUE(cl.net.run_until([&] { return cl.engine(0).stream_state(a) == StreamState::kError; },
+                               cl.net.now() + 100 * kMillisecond));
+  EXPECT_TRUE(accepted);
+  EXPECT_TRUE(live_meanwhile) << "the live connection ended before the new one confirmed";
+  EXPECT_EQ(connections(cl.engine(0)), 1);
+
+  ASSERT_EQ(cl.engine(0).connect_stream(cl.net.now(), a2, cl.hosts[1]->endpoint(), b2), Errc::kOk);
+  Buffer src2(cl.engine(0), 65536), dst2(restarted, 65536);
+  fill_pattern(src2.bytes, 11);
+  SendWr wr2 = make_wr(WrOpcode::kRdmaWrite, src2, 0, 65536, 2);
+  wr2.remote_addr = dst2.addr();
+  wr2.rkey = dst2.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a2, wr2), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 100 * kMillisecond,
+                                       [](const Completion& c) { return c.wr_id == 2; }));
+  EXPECT_EQ(cl.rec(0).completions.back().status, WcStatus::kSuccess);
+  EXPECT_EQ(src2.bytes, dst2.bytes);
+  EXPECT_EQ(cl.engine(0).counters().drop(DropReason::kForgedConnect), 0u);
+}
+
+TEST(SetUpSecurity, SpoofedConnectsCostBoundedStateAndReflectNothing) {
+  // CONNECTs from 1,000 spoofed sources, each naming another endpoint of a third party.
+  // At most kMaxHalfOpen connections exist at any time (the oldest evicted, counted);
+  // each CONNECT gets one ACCEPT, at its datagram's source, never at the named address,
+  // no larger than the CONNECT, and never repeated on a timer.
+  Cluster cl(1, 1, 1, 87);
+  const Address victim = host_address(9, 0);
+  constexpr int kConnects = 1000;
+  std::map<std::uint32_t, Endpoint> source_of;  // by the CONNECT's id
+  std::uint64_t sent_bytes = 0, replies = 0, reply_bytes = 0, misdirected = 0;
+  cl.net.set_tap([&](int, const TxMeta& m, std::span<const std::uint8_t> bytes) {
+    ++replies;
+    reply_bytes += bytes.size();
+    wire::Packet p;
+    if (wire::decode(bytes, {}, &p) != wire::DecodeError::kOk ||
+        p.common.type != wire::PacketType::kAccept) {
+      ++misdirected;
+      return;
+    }
+    const auto it = source_of.find(p.common.dst_conn);
+    if (it == source_of.end() || m.dst != it->second.addr || m.dst_port != it->second.port) {
+      ++misdirected;
+    }
+  });
+  const Endpoint me = cl.hosts[0]->endpoint();
+  for (int i = 0; i < kConnects; ++i) {
+    const std::uint32_t id = 0x100 + std::uint32_t(i);
+    const Endpoint source{Address::ipv4(0x0b000000u + std::uint32_t(i)), std::uint16_t(20000 + i)};
+    source_of[id] = source;
+    const auto bytes = connect_bytes(Endpoint{victim, std::uint16_t(5000 + i)}, id, 77 + i);
+    sent_bytes += bytes.size();
+    cl.net.inject(0, from(source.addr, source.port, me), bytes);
+    ASSERT_LE(connections(cl.engine(0)), int(Engine::kMaxHalfOpen));
+  }
+  EXPECT_EQ(cl.engine(0).counters().drop(DropReason::kSetupEvicted),
+            std::uint64_t(kConnects) - Engine::kMaxHalfOpen);
+  EXPECT_EQ(replies, std::uint64_t(kConnects));
+  EXPECT_LE(reply_bytes, sent_bytes);
+  EXPECT_EQ(misdirected, 0u);
+  cl.net.run_for(11 * kSecond);
+  EXPECT_EQ(replies, std::uint64_t(kConnects)) << "ACCEPTs repeated on a timer";
+  EXPECT_EQ(connections(cl.engine(0)), 0);
 }
 
 }  // namespace

@@ -254,6 +254,12 @@ void Network::deliver(int dst_host, int plane, const Packet& pkt) {
   pump(dst_host);
 }
 
+void Network::replace(int host, Transport* transport) {
+  hosts_[host].t = transport;
+  hosts_[host].timer_at = kNever;
+  pump(host);
+}
+
 void Network::inject(int host, const RxMeta& meta, std::span<const std::uint8_t> bytes) {
   hosts_[host].t->on_packet(now_, meta, bytes);
   pump(host);

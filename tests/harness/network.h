@@ -89,6 +89,8 @@ class Network {
   // Drops every datagram a host sends for which `drop` returns true, before the network.
   using Drop = std::function<bool(int host, const TxMeta&, std::span<const std::uint8_t>)>;
   void set_drop(Drop drop) { drop_ = std::move(drop); }
+  // Puts another transport at a host's addresses, as a process restarted there would.
+  void replace(int host, Transport* transport);
   // Delivers arbitrary bytes to a host now, as if received on `meta`.
   void inject(int host, const RxMeta& meta, std::span<const std::uint8_t> bytes);
 
