@@ -57,7 +57,13 @@ struct RoceConfig {
   // Requester.
   Time ack_timeout = 1 * kMillisecond;  // local ACK timeout: go back to the oldest unacked PSN
   std::uint8_t retry_cnt = 7;           // timeouts and sequence NAKs without progress
-  std::uint8_t max_rd_atomic = 16;      // READs and atomics outstanding per QP
+  // Adaptive local ACK timeout: at least twice the smoothed RTT, and doubled by each
+  // timeout until the next RTT sample (from a packet not sent again). Off on a NIC; on for a
+  // software host, whose RTT grows past any fixed timeout when it is starved of CPU: then go-backs
+  // every ack_timeout queue copies in front of the next ACK until the retries run out
+  // with no packet lost.
+  bool adaptive_ack_timeout = false;
+  std::uint8_t max_rd_atomic = 16;  // READs and atomics outstanding per QP
   std::uint32_t initial_psn = kDerivedPsn;
 
   // Responder.

@@ -11,6 +11,8 @@ namespace mroce::baseline {
 namespace {
 
 constexpr std::uint8_t kInfiniteRnrRetry = 7;
+// Doublings of the local ACK timeout at most (retry_cnt is 3 bits on the wire anyway).
+constexpr std::uint8_t kMaxBackoff = 7;
 
 bool is_atomic(WrOpcode op) {
   return op == WrOpcode::kAtomicCmpSwp || op == WrOpcode::kAtomicFetchAdd;
@@ -144,7 +146,7 @@ std::size_t Requester::write(Time now, std::span<std::uint8_t> buf, TxMeta* out,
     send_packet_ = 0;
   }
   if (psn_lt(high_psn_, next_psn_)) high_psn_ = next_psn_;
-  if (rto_at_ == kNever) rto_at_ = now + qp_.ctx().config.ack_timeout;
+  if (rto_at_ == kNever) rto_at_ = now + ack_timeout();
   if (!probing_ && !*retransmit && wants_response) {
     probing_ = true;
     probe_psn_ = psn;
@@ -366,10 +368,10 @@ void Requester::progress(Time now, std::uint32_t una) {
     const Time rtt = now - probe_sent_;
     srtt_ = srtt_ == 0 ? rtt : (7 * srtt_ + rtt) / 8;
     min_rtt_ = min_rtt_ == 0 ? rtt : std::min(min_rtt_, rtt);
+    backoff_ = 0;  // Karn: only a fresh sample undoes the backoff
   }
   if (psn_lt(next_psn_, una_)) move_cursor(una_);
-  if (rnr_until_ == kNever)
-    rto_at_ = una_ == high_psn_ ? kNever : now + qp_.ctx().config.ack_timeout;
+  if (rnr_until_ == kNever) rto_at_ = una_ == high_psn_ ? kNever : now + ack_timeout();
   complete_done(now);
 }
 
@@ -404,11 +406,18 @@ bool Requester::consume_retry(Time now) {
   return true;
 }
 
+Time Requester::ack_timeout() const {
+  const RoceConfig& c = qp_.ctx().config;
+  if (!c.adaptive_ack_timeout) return c.ack_timeout;
+  return std::max(c.ack_timeout, 2 * srtt_) << backoff_;
+}
+
 void Requester::on_timer(Time now) {
   if (rnr_until_ <= now) rnr_until_ = kNever;
   if (rto_at_ > now) return;
   rto_at_ = kNever;
   ++timeouts_;
+  if (backoff_ < kMaxBackoff) ++backoff_;
   if (!consume_retry(now)) return;
   recovering_ = true;
   recovery_psn_ = una_;

@@ -81,6 +81,7 @@ class Requester {
   void go_back(std::uint32_t psn);
   void go_back_once(std::uint32_t psn);
   bool consume_retry(Time now);
+  Time ack_timeout() const;
   void complete_done(Time now);
   void complete(const Wqe& w, WcStatus status);
   void fail_head(Time now, WcStatus status);
@@ -101,6 +102,7 @@ class Requester {
   std::uint32_t rd_outstanding_ = 0;  // READs and atomics started, not completed
   std::uint8_t retry_left_ = 0;
   std::uint8_t rnr_left_ = 0;
+  std::uint8_t backoff_ = 0;  // timeouts since the last RTT sample (adaptive_ack_timeout)
   Time rto_at_ = kNever;
   Time rnr_until_ = kNever;
   bool recovering_ = false;  // went back to recovery_psn_; a repeated NAK for it is stale

@@ -24,7 +24,7 @@ bool CompletionRing::open(std::string* error) {
 void CompletionRing::push(const Completion& c) {
   bool signal = false;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     items_.push_back(c);
     size_.store(items_.size(), std::memory_order_release);
     // Completions carry no solicited bit: a notification for solicited events only
@@ -42,7 +42,7 @@ void CompletionRing::push(const Completion& c) {
 
 int CompletionRing::pop(Completion* out, int max) {
   if (max <= 0 || empty()) return 0;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   int n = 0;
   while (n < max && !items_.empty()) {
     out[n++] = items_.front();
@@ -53,7 +53,7 @@ int CompletionRing::pop(Completion* out, int max) {
 }
 
 void CompletionRing::request_notify(bool solicited_only) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   armed_ = true;
   solicited_only_ = solicited_only;
 }

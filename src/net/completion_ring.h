@@ -5,10 +5,10 @@
 
 #include <atomic>
 #include <deque>
-#include <mutex>
 #include <string>
 
 #include "core/types.h"
+#include "net/thread_annotations.h"
 
 namespace mroce::net {
 
@@ -22,22 +22,22 @@ class CompletionRing {
   bool open(std::string* error);
 
   // Never drops: a queue the application lets overflow grows instead of losing work.
-  void push(const Completion& c);
-  int pop(Completion* out, int max);
+  void push(const Completion& c) MROCE_EXCLUDES(mutex_);
+  int pop(Completion* out, int max) MROCE_EXCLUDES(mutex_);
   bool empty() const { return size_.load(std::memory_order_acquire) == 0; }
 
   int fd() const { return event_fd_; }
-  void request_notify(bool solicited_only);
+  void request_notify(bool solicited_only) MROCE_EXCLUDES(mutex_);
   int capacity() const { return capacity_; }
 
  private:
   const int capacity_;
   int event_fd_ = -1;
-  std::mutex mutex_;
-  std::deque<Completion> items_;
-  std::atomic<std::size_t> size_{0};
-  bool armed_ = false;
-  bool solicited_only_ = false;
+  Mutex mutex_;
+  std::deque<Completion> items_ MROCE_GUARDED_BY(mutex_);
+  std::atomic<std::size_t> size_{0};  // items_.size(), for a look without the lock
+  bool armed_ MROCE_GUARDED_BY(mutex_) = false;
+  bool solicited_only_ MROCE_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace mroce::net

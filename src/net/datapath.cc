@@ -62,7 +62,7 @@ void Datapath::run() {
     const Time now = monotonic_now();
     Time wake = now;
     if (!busy) {
-      std::lock_guard lock(engine_mutex_);
+      MutexLock lock(engine_mutex_);
       wake = transport_->next_deadline();
       const Time earliest = last_service_.load() + config_.tick;
       if (wake > now && wake < earliest) wake = earliest;
@@ -91,7 +91,7 @@ void Datapath::wait(Time max_wait) {
   }
   Time wake;
   {
-    std::lock_guard lock(engine_mutex_);
+    MutexLock lock(engine_mutex_);
     wake = transport_->next_deadline();
   }
   const Time now = monotonic_now();
@@ -144,14 +144,15 @@ bool Datapath::receive_socket(std::size_t index, bool flush_each) {
   for (int round = 0; round < kMaxReadsPerSocket; ++round) {
     int reads;
     {
-      std::lock_guard rx_lock(rx_mutex_);
+      MutexLock rx_lock(rx_mutex_);
       reads = rx_.receive(s, plane, config_.rx_ecn_threshold, &rxq_drops_[index], &rx_counters_);
       if (reads == 0) return any;
       any = true;
-      std::lock_guard lock(engine_mutex_);
+      MutexLock lock(engine_mutex_);
       const Time now = monotonic_now();
+      Transport& transport = *transport_;
       rx_.for_each([&](const RxMeta& meta, std::span<const std::uint8_t> bytes) {
-        transport_->on_packet(now, meta, bytes);
+        transport.on_packet(now, meta, bytes);
       });
       wake_if_earlier();
     }
@@ -162,7 +163,7 @@ bool Datapath::receive_socket(std::size_t index, bool flush_each) {
 }
 
 void Datapath::run_timers() {
-  std::lock_guard lock(engine_mutex_);
+  MutexLock lock(engine_mutex_);
   const Time now = monotonic_now();
   if (transport_->next_deadline() <= now) transport_->on_timer(now);
   wake_if_earlier();
@@ -188,7 +189,7 @@ void Datapath::flush() {
 void Datapath::transmit_all() {
   for (;;) {
     {
-      std::lock_guard lock(engine_mutex_);
+      MutexLock lock(engine_mutex_);
       const Time now = monotonic_now();
       while (!tx_.full() && transport_->poll_transmit(now, tx_.slot(), tx_.slot_meta())) {
         tx_.commit();
@@ -214,10 +215,10 @@ void Datapath::wake_if_earlier() {
 DatapathCounters Datapath::counters() const {
   DatapathCounters c;
   {
-    std::lock_guard lock(tx_mutex_);
+    MutexLock lock(tx_mutex_);
     c = tx_counters_;
   }
-  std::lock_guard lock(rx_mutex_);
+  MutexLock lock(rx_mutex_);
   c.rx_datagrams = rx_counters_.rx_datagrams;
   c.rx_syscalls = rx_counters_.rx_syscalls;
   c.rx_gro_reads = rx_counters_.rx_gro_reads;

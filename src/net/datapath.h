@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -27,6 +26,7 @@
 #include "net/poller.h"
 #include "net/rx_batch.h"
 #include "net/socket_table.h"
+#include "net/thread_annotations.h"
 #include "net/tx_batch.h"
 
 namespace mroce::net {
@@ -55,8 +55,8 @@ class Datapath {
 
   // Runs fn(Transport&, Time now) under the engine lock, then sends what it produced.
   template <typename Fn>
-  auto call(Fn&& fn) {
-    std::unique_lock lock(engine_mutex_);
+  auto call(Fn&& fn) MROCE_EXCLUDES(engine_mutex_) {
+    MutexLock lock(engine_mutex_);
     if constexpr (std::is_void_v<decltype(fn(*transport_, Time{}))>) {
       fn(*transport_, monotonic_now());
       wake_if_earlier();
@@ -73,54 +73,57 @@ class Datapath {
 
   // Runs fn(const Transport&) under the engine lock.
   template <typename Fn>
-  decltype(auto) inspect(Fn&& fn) const {
-    std::lock_guard lock(engine_mutex_);
+  decltype(auto) inspect(Fn&& fn) const MROCE_EXCLUDES(engine_mutex_) {
+    MutexLock lock(engine_mutex_);
     return fn(static_cast<const Transport&>(*transport_));
   }
 
   // One step that never blocks: whatever arrived, what is due, what can be sent.
-  void progress();
+  void progress() MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
   // Manual progress: sleeps until something arrives, the engine has something due, or
   // max_wait passes, then makes one step. With a progress thread: one step.
-  void wait(Time max_wait);
+  void wait(Time max_wait) MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
 
-  DatapathCounters counters() const;
+  DatapathCounters counters() const MROCE_EXCLUDES(tx_mutex_, rx_mutex_);
   const SocketTable& sockets() const { return sockets_; }
   Progress mode() const { return config_.progress; }
 
  private:
   void run();  // the progress thread
   // Receives what the ready sockets hold; returns whether anything arrived.
-  bool receive_ready(std::span<const std::uint64_t> ready, bool flush_each);
-  bool receive_socket(std::size_t index, bool flush_each);
+  bool receive_ready(std::span<const std::uint64_t> ready, bool flush_each)
+      MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
+  bool receive_socket(std::size_t index, bool flush_each)
+      MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
   // Timers and sending, at most once per tick unless `now_due` (something arrived).
-  void service(bool now_due);
-  void run_timers();
-  void flush();
-  void transmit_all();
+  void service(bool now_due) MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
+  void run_timers() MROCE_EXCLUDES(engine_mutex_);
+  void flush() MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
+  void transmit_all() MROCE_REQUIRES(tx_mutex_) MROCE_EXCLUDES(engine_mutex_);
   // Under the engine lock: wake the sleeping progress thread when the engine now wants
   // it earlier than it planned to wake.
-  void wake_if_earlier();
+  void wake_if_earlier() MROCE_REQUIRES(engine_mutex_);
 
-  std::unique_ptr<Transport> transport_;
+  mutable Mutex engine_mutex_;
+  std::unique_ptr<Transport> transport_ MROCE_PT_GUARDED_BY(engine_mutex_);
   SocketTable sockets_;
   DatapathConfig config_;
   Poller poller_;
 
-  mutable std::mutex engine_mutex_;
   // When the sleeping progress thread will wake by itself; 0 while it is awake.
   std::atomic<Time> armed_{0};
 
-  mutable std::mutex tx_mutex_;
+  mutable Mutex tx_mutex_;
   std::atomic<bool> flush_pending_{false};
-  TxBatch tx_;
-  DatapathCounters tx_counters_;
+  TxBatch tx_ MROCE_GUARDED_BY(tx_mutex_);
+  DatapathCounters tx_counters_ MROCE_GUARDED_BY(tx_mutex_);
 
-  mutable std::mutex rx_mutex_;
-  RxBatch rx_;
-  DatapathCounters rx_counters_;
-  std::vector<std::uint32_t> rxq_drops_;  // last SO_RXQ_OVFL value, by socket
-  std::vector<std::uint64_t> ready_;
+  mutable Mutex rx_mutex_;
+  RxBatch rx_ MROCE_GUARDED_BY(rx_mutex_);
+  DatapathCounters rx_counters_ MROCE_GUARDED_BY(rx_mutex_);
+  // Last SO_RXQ_OVFL value, by socket.
+  std::vector<std::uint32_t> rxq_drops_ MROCE_GUARDED_BY(rx_mutex_);
+  std::vector<std::uint64_t> ready_;  // the progress thread's own
 
   std::atomic<Time> last_service_{0};
   std::vector<std::size_t> listeners_;  // manual progress: read directly, not via epoll

@@ -71,7 +71,7 @@ void DeviceCore::on_completion(const Completion& c) {
 }
 
 void DeviceCore::on_event(const Event& e) {
-  std::lock_guard lock(events_mutex_);
+  MutexLock lock(events_mutex_);
   if (events_.size() == kMaxEvents) events_.pop_front();
   events_.push_back(e);
 }
@@ -86,19 +86,19 @@ void DeviceCore::clear_route(StreamId stream) {
 }
 
 std::vector<Event> DeviceCore::take_events() {
-  std::lock_guard lock(events_mutex_);
+  MutexLock lock(events_mutex_);
   std::vector<Event> out(events_.begin(), events_.end());
   events_.clear();
   return out;
 }
 
 void DeviceCore::set_error(std::string line) {
-  std::lock_guard lock(error_mutex_);
+  MutexLock lock(error_mutex_);
   last_error_ = std::move(line);
 }
 
 std::string DeviceCore::last_error() const {
-  std::lock_guard lock(error_mutex_);
+  MutexLock lock(error_mutex_);
   return last_error_;
 }
 

@@ -6,7 +6,6 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "mroce/mroce.h"
 #include "net/completion_ring.h"
 #include "net/datapath.h"
+#include "net/thread_annotations.h"
 
 namespace mroce::net {
 
@@ -35,9 +35,9 @@ class DeviceCore final : public Sink {
                  std::shared_ptr<CompletionRing> recv);
   void clear_route(StreamId stream);
 
-  std::vector<Event> take_events();
-  void set_error(std::string line);
-  std::string last_error() const;
+  std::vector<Event> take_events() MROCE_EXCLUDES(events_mutex_);
+  void set_error(std::string line) MROCE_EXCLUDES(error_mutex_);
+  std::string last_error() const MROCE_EXCLUDES(error_mutex_);
 
  private:
   struct Route {
@@ -47,11 +47,13 @@ class DeviceCore final : public Sink {
 
   DeviceOptions options_;
   std::vector<Address> planes_;
+  // Guarded by the datapath's engine lock (the sink runs inside engine calls), which
+  // the analysis cannot name from here.
   std::unordered_map<StreamId, Route> routes_;
-  std::mutex events_mutex_;
-  std::deque<Event> events_;
-  mutable std::mutex error_mutex_;
-  std::string last_error_;
+  Mutex events_mutex_;
+  std::deque<Event> events_ MROCE_GUARDED_BY(events_mutex_);
+  mutable Mutex error_mutex_;
+  std::string last_error_ MROCE_GUARDED_BY(error_mutex_);
   // Declared last, destroyed first: the progress thread stops before the routes go.
   std::unique_ptr<Datapath> datapath_;
 };

@@ -8,11 +8,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "mroce/mroce.h"
+#include "net/thread_annotations.h"
 #include "verbs/completion_filter.h"
 #include "verbs/qp_reaper.h"
 #include "verbs/settings.h"
@@ -63,9 +63,9 @@ struct Qp {
   std::unique_ptr<QueuePair> pair;
   ibv_qp_cap cap{};
   bool sq_sig_all = false;
-  std::mutex mutex;    // guards attr and the state changes of modify_qp
-  ibv_qp_attr attr{};  // what modify_qp was told, for query_qp
-  bool min_rnr_timer_set = false;
+  net::Mutex mutex;                            // also serialises the state changes of modify_qp
+  ibv_qp_attr attr MROCE_GUARDED_BY(mutex){};  // what modify_qp was told, for query_qp
+  bool min_rnr_timer_set MROCE_GUARDED_BY(mutex) = false;
 };
 
 inline Context* context_of(ibv_context* c) {

@@ -8,7 +8,7 @@ namespace mroce::verbs {
 void QpReaper::park(std::unique_ptr<QueuePair> qp) {
   std::vector<Parked> expired;
   {
-    std::lock_guard lock(mutex_);
+    net::MutexLock lock(mutex_);
     const auto cutoff = Clock::now() - kLinger;
     auto keep = std::partition(parked_.begin(), parked_.end(),
                                [&](const Parked& p) { return p.since > cutoff; });
@@ -22,7 +22,7 @@ void QpReaper::park(std::unique_ptr<QueuePair> qp) {
 void QpReaper::drain() {
   std::vector<Parked> all;
   {
-    std::lock_guard lock(mutex_);
+    net::MutexLock lock(mutex_);
     all.swap(parked_);
   }
   Clock::time_point latest{};

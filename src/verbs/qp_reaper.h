@@ -10,10 +10,10 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "mroce/mroce.h"
+#include "net/thread_annotations.h"
 
 namespace mroce::verbs {
 
@@ -22,9 +22,9 @@ class QpReaper {
   static constexpr std::chrono::milliseconds kLinger{100};
 
   // Takes a destroyed QP; destroys earlier ones whose time is up.
-  void park(std::unique_ptr<QueuePair> qp);
+  void park(std::unique_ptr<QueuePair> qp) MROCE_EXCLUDES(mutex_);
   // Waits until every parked QP lingered long enough, then destroys them all.
-  void drain();
+  void drain() MROCE_EXCLUDES(mutex_);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -32,8 +32,8 @@ class QpReaper {
     std::unique_ptr<QueuePair> qp;
     Clock::time_point since;
   };
-  std::mutex mutex_;
-  std::vector<Parked> parked_;
+  net::Mutex mutex_;
+  std::vector<Parked> parked_ MROCE_GUARDED_BY(mutex_);
 };
 
 }  // namespace mroce::verbs

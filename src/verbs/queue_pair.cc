@@ -79,7 +79,7 @@ int connect_qp(Qp* q, const ibv_qp_attr& attr) {
 }
 
 // Keeps what query_qp reports: every attribute the mask names.
-void remember(Qp* q, const ibv_qp_attr& attr, int mask) {
+void remember(Qp* q, const ibv_qp_attr& attr, int mask) MROCE_REQUIRES(q->mutex) {
   ibv_qp_attr& a = q->attr;
   if (mask & IBV_QP_ACCESS_FLAGS) a.qp_access_flags = attr.qp_access_flags;
   if (mask & IBV_QP_PKEY_INDEX) a.pkey_index = attr.pkey_index;
@@ -102,7 +102,7 @@ void remember(Qp* q, const ibv_qp_attr& attr, int mask) {
 
 // RNR policy at RTS: the retry count from this call (or an earlier one), and this QP's own
 // min_rnr_timer as the wait between retries (the engine keeps no peer-announced value).
-void apply_rnr(Qp* q, int mask) {
+void apply_rnr(Qp* q, int mask) MROCE_REQUIRES(q->mutex) {
   if (!(mask & (IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER))) return;
   const Time timer =
       q->min_rnr_timer_set ? rnr_timer_ns(q->attr.min_rnr_timer) : StreamConfig{}.rnr_timer;
@@ -170,8 +170,11 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->sq_sig_all = options.sq_sig_all;
   q->cap = {s.sq_depth, s.rq_depth, std::max<std::uint32_t>(1, init->cap.max_send_sge),
             std::max<std::uint32_t>(1, init->cap.max_recv_sge), s.max_inline};
-  q->attr.path_mtu = IBV_MTU_4096;
-  q->attr.rnr_retry = s.rnr_retry;
+  {
+    net::MutexLock lock(q->mutex);  // not shared yet; the lock keeps the analysis simple
+    q->attr.path_mtu = IBV_MTU_4096;
+    q->attr.rnr_retry = s.rnr_retry;
+  }
   init->cap = q->cap;
   ++cq_of(init->send_cq)->qps;
   ++cq_of(init->recv_cq)->qps;
@@ -181,7 +184,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   Qp* q = qp_of(qp);
-  std::lock_guard lock(q->mutex);
+  net::MutexLock lock(q->mutex);
   const ibv_qp_state from = qp->state;
   const ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
   if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != from) return EINVAL;
@@ -205,7 +208,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
 int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
   (void)mask;  // everything is cheap to report
   Qp* q = qp_of(qp);
-  std::lock_guard lock(q->mutex);
+  net::MutexLock lock(q->mutex);
   *attr = q->attr;
   attr->qp_state = effective_state(*q);
   attr->cur_qp_state = attr->qp_state;

@@ -206,6 +206,64 @@ TEST(BaselineRecovery, BlackHoleExhaustsRetriesThenFlushes) {
   EXPECT_EQ(cs.state, ConnState::kFailed);
 }
 
+// Adaptive (the software stack's setting), the k-th timeout in a row waits 2^k timeouts:
+// retry_cnt + 1 of them take 2^(retry_cnt + 1) - 1 in all.
+TEST(BaselineRecovery, AdaptiveAckTimeoutBacksOff) {
+  PairOptions o;
+  o.config.adaptive_ack_timeout = true;
+  RocePair p(o);
+  Buffer src(p.a, 64 * 1024), dst(p.b, 64 * 1024);
+  // One transfer that makes progress first: its timeouts must start from one timeout.
+  ASSERT_EQ(p.a.post_send(p.net.now(), p.qa,
+                          remote(make_wr(0, WrOpcode::kRdmaWrite, src, 0, 20000), dst, 0)),
+            Errc::kOk);
+  ASSERT_TRUE(p.run_for_completions(1));
+  ASSERT_EQ(p.ra.completions[0].status, WcStatus::kSuccess);
+  p.all_spines([](auto& s) { s.blackhole = true; });
+  const Time start = p.net.now();
+  ASSERT_EQ(p.a.post_send(p.net.now(), p.qa,
+                          remote(make_wr(1, WrOpcode::kRdmaWrite, src, 0, 20000), dst, 0)),
+            Errc::kOk);
+  const RoceConfig& cfg = p.a.config();
+  ASSERT_TRUE(p.run_for_completions(2, 0, 300 * cfg.ack_timeout));
+  const Time took = p.net.now() - start;
+  EXPECT_EQ(p.ra.completions[1].status, WcStatus::kRetryExcErr);
+  PathStats ps;
+  ASSERT_TRUE(p.a.path_stats(p.qa, 0, &ps));
+  EXPECT_EQ(ps.timeouts, cfg.retry_cnt + 1u);
+  const Time timeout = std::max(cfg.ack_timeout, 2 * ps.srtt);
+  const Time total = ((Time{1} << (cfg.retry_cnt + 1)) - 1) * timeout;
+  EXPECT_GE(took, total);
+  EXPECT_LT(took, total + timeout);
+}
+
+// An RTT of twice the configured timeout: the fixed timeout fires on every window, the
+// adaptive one only before the first RTT sample.
+TEST(BaselineRecovery, AdaptiveAckTimeoutFollowsTheRtt) {
+  std::uint64_t timeouts[2] = {};
+  for (const bool adaptive : {false, true}) {
+    PairOptions o;
+    o.config.adaptive_ack_timeout = adaptive;
+    RocePair p(o);
+    p.all_spines([&](auto& s) { s.delay = p.a.config().ack_timeout; });
+    Buffer src(p.a, 64 * 1024), dst(p.b, 64 * 1024);
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_EQ(p.a.post_send(p.net.now(), p.qa,
+                              remote(make_wr(i, WrOpcode::kRdmaWrite, src, 0, 20000), dst, 0)),
+                Errc::kOk);
+      ASSERT_TRUE(p.run_for_completions(std::size_t(i) + 1, 0, 200 * kMillisecond));
+    }
+    PathStats ps;
+    ASSERT_TRUE(p.a.path_stats(p.qa, 0, &ps));
+    timeouts[adaptive] = ps.timeouts;
+    if (adaptive) {
+      for (const auto& c : p.ra.completions) EXPECT_EQ(c.status, WcStatus::kSuccess);
+    }
+  }
+  EXPECT_GE(timeouts[0], 20u);
+  EXPECT_LE(timeouts[1], 2u);
+}
+
 TEST(BaselineRecovery, PsnWrapsAroundTwentyFourBits) {
   for (const double loss : {0.0, 0.02}) {
     PairOptions o;

@@ -16,7 +16,7 @@ trap cleanup EXIT
 # run NAME SERVER_ARGS -- CLIENT_ARGS: one server session and one client, both must
 # succeed; the client's JSON goes to $work/NAME.json.
 run() {
-  local name=$1 port status=0
+  local name=$1 port status=0 server_status=0
   shift
   local -a server_args=() client_args=()
   while [[ $1 != -- ]]; do server_args+=("$1"); shift; done
@@ -27,9 +27,12 @@ run() {
   server_pid=$!
   timeout 60 "$PERF" client --tcp-port "$port" --json "$work/$name.json" "${client_args[@]}" \
     >"$work/$name.client" 2>&1 || status=$?
-  wait "$server_pid" || fail "$name: server failed: $(cat "$work/$name.server")"
+  wait "$server_pid" || server_status=$?
   server_pid=""
-  ((status == 0)) || fail "$name: client exited $status: $(tail -5 "$work/$name.client")"
+  # The client first: when it fails, the server only sees the side channel close.
+  ((status == 0)) || fail "$name: client exited $status: $(tail -5 "$work/$name.client")" \
+    "(server: $(tail -1 "$work/$name.server"))"
+  ((server_status == 0)) || fail "$name: server failed: $(cat "$work/$name.server")"
   [[ $(json "$work/$name.json" 'd["check_passed"]') == True ]] || fail "$name: check failed"
 }
 
