@@ -151,6 +151,8 @@ class Connection {
   void publish_last_byte(const InboundMessage& m);
   void advance_receiver(Time now, Stream& s);
   void execute(Time now, Stream& s, const InboundMessage& m);
+  // A fetch-and-add or compare-and-swap on its target word; returns the word's old value.
+  std::uint64_t apply_atomic(const InboundMessage& m);
   void queue_nack(const RxPath& r, std::uint8_t path, const wire::DataHeader& d,
                   wire::NackCode code);
   Response* allocate_response();

@@ -364,6 +364,23 @@ Response* Connection::allocate_response() {
   return &responses_.emplace_back();
 }
 
+std::uint64_t Connection::apply_atomic(const InboundMessage& m) {
+  std::uint64_t original = 0;
+  const Region* region = nullptr;
+  if (ctx_.memory.check(m.rkey, m.addr, 8, access::kRemoteAtomic, &region) != AccessCheck::kOk) {
+    return original;
+  }
+  auto* word = reinterpret_cast<std::uint64_t*>(MemoryTable::host_of(*region, m.addr));
+  if (!word) return original;  // headers only: no memory to change
+  if (m.op == wire::DataOp::kFetchAdd) {
+    original = __atomic_fetch_add(word, m.operand, __ATOMIC_SEQ_CST);
+  } else {
+    original = m.operand;
+    __atomic_compare_exchange_n(word, &original, m.swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  }
+  return original;
+}
+
 void Connection::execute(Time, Stream& s, const InboundMessage& m) {
   switch (m.op) {
     case wire::DataOp::kWrite:
@@ -402,20 +419,7 @@ void Connection::execute(Time, Stream& s, const InboundMessage& m) {
     case wire::DataOp::kFetchAdd:
     case wire::DataOp::kCompareSwap: {
       if (m.failed) return;
-      std::uint64_t original = 0;
-      const Region* region = nullptr;
-      if (ctx_.memory.check(m.rkey, m.addr, 8, access::kRemoteAtomic, &region) ==
-          AccessCheck::kOk) {
-        if (auto* word = reinterpret_cast<std::uint64_t*>(MemoryTable::host_of(*region, m.addr))) {
-          if (m.op == wire::DataOp::kFetchAdd) {
-            original = __atomic_fetch_add(word, m.operand, __ATOMIC_SEQ_CST);
-          } else {
-            original = m.operand;
-            __atomic_compare_exchange_n(word, &original, m.swap, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST);
-          }
-        }
-      }
+      const std::uint64_t original = apply_atomic(m);
       Response& r = *allocate_response();
       r = Response{true, wire::DataOp::kAtomicResponse, s.remote, m.msn, m.addr, m.rkey, 8, 1};
       r.value = original;
