@@ -45,13 +45,13 @@ std::unique_ptr<Transport> make_transport(Kind k, const Options& o, int host) {
     c.paths = std::uint16_t(o.paths);
     c.line_rate_bps = rate;
     c.rx_capacity_bps = rate;
-    c.seed = std::uint64_t(host + 1);
+    c.seed = std::uint64_t(host) + 1;
     return std::make_unique<Engine>(c);
   }
   baseline::RoceConfig c;
   c.planes = {addr};
   c.line_rate_bps = rate;
-  c.seed = std::uint64_t(host + 1);
+  c.seed = std::uint64_t(host) + 1;
   // The in-memory fabric's round trips are tens of microseconds: a NIC's 1 ms local ACK
   // timeout would make go-back-N look slower than it is there.
   c.ack_timeout = 100 * kMicrosecond;
@@ -141,7 +141,7 @@ Result run(const Options& o, Kind kind, double loss, int blackhole) {
     wr.num_sge = 1;
     wr.sg[0] = Sge{reinterpret_cast<std::uint64_t>(src.data()), o.message, ks.lkey};
     // Alternate halves so that a message placed twice, or not at all, would show.
-    wr.remote_addr = reinterpret_cast<std::uint64_t>(dst.data()) + (i % 2) * o.message;
+    wr.remote_addr = reinterpret_cast<std::uint64_t>(dst.data()) + std::uint64_t(i % 2) * o.message;
     wr.rkey = kd.rkey;
     e[0]->post_send(0, a, wr);
   }
