@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build clang lld libclang-rt-14-dev clang-format
-  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-tidy libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   liburing-dev libibverbs-dev libbpf-dev
   ibverbs-utils perftest

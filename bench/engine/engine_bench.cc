@@ -201,7 +201,7 @@ void BM_Goodput(benchmark::State& state) {
       EngineConfig c;
       c.planes = {Address::ipv4(0x0a000001u + std::uint32_t(h))};
       c.line_rate_bps = 10'000'000'000;
-      c.seed = std::uint64_t(h + 1);
+      c.seed = std::uint64_t(h) + 1;
       engines.push_back(std::make_unique<Engine>(c));
       net.add_host(engines.back().get(), c.planes, c.listen_port);
     }

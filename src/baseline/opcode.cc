@@ -96,7 +96,6 @@ OpcodeInfo opcode_info(std::uint8_t opcode) {
     case Opcode::kAtomicAck:
       return {OpKind::kAtomicAck, P::kOnly, ext::kAeth | ext::kAtomicAck, false, false};
     case Opcode::kCompareSwap:
-      return {OpKind::kAtomic, P::kOnly, ext::kAtomicEth, false, false};
     case Opcode::kFetchAdd:
       return {OpKind::kAtomic, P::kOnly, ext::kAtomicEth, false, false};
     case Opcode::kCnp:

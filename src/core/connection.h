@@ -146,6 +146,14 @@ class Connection {
   Outcome place(Time now, const wire::DataHeader& d, std::span<const std::uint8_t> payload);
   Outcome place_request(Time now, Stream& s, const wire::DataHeader& d,
                         std::span<const std::uint8_t> payload);
+  // The first packet of a message: its inbound record, and the checks made once per message.
+  Outcome open_message(Time now, Stream& s, const wire::DataHeader& d, InboundMessage** out);
+  // Which segment of `m` the packet is; false if its offset or length does not fit.
+  bool segment_index(const InboundMessage& m, const wire::DataHeader& d,
+                     std::uint32_t* index) const;
+  // Copies a WRITE or SEND segment into final memory (other ops carry no payload to place).
+  Outcome write_segment(Time now, Stream& s, InboundMessage& m, const wire::DataHeader& d,
+                        std::span<const std::uint8_t> payload);
   Outcome place_response(Time now, Stream& s, const wire::DataHeader& d,
                          std::span<const std::uint8_t> payload);
   Outcome fail_message(Time now, Stream& s, InboundMessage& m, wire::NackCode code,
@@ -153,6 +161,8 @@ class Connection {
   void publish_last_byte(const InboundMessage& m);
   void advance_receiver(Time now, Stream& s);
   void execute(Time now, Stream& s, const InboundMessage& m);
+  // A fetch-and-add or compare-and-swap on its target word; returns the word's old value.
+  std::uint64_t apply_atomic(const InboundMessage& m);
   void queue_nack(const RxPath& r, std::uint8_t path, const wire::DataHeader& d,
                   wire::NackCode code);
   Response* allocate_response();

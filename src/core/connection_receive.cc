@@ -169,89 +169,118 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
   }
   InboundMessage* m = inbound_.find(s.id, d.msn);
   if (!m) {
-    if (consumes_receive(d.op) && !s.receive_posted(d.ssn)) {
-      return {Verdict::kNack, wire::NackCode::kReceiverNotReady, DropReason::kReceiverNotReady};
-    }
-    m = inbound_.insert(s.id, d.msn);
-    if (!m) return {Verdict::kNack, wire::NackCode::kNoResources, DropReason::kNoResources};
-    m->op = d.op;
-    m->length = d.message_length;
-    m->ssn = d.ssn;
-    m->imm = d.imm;
-    m->addr = d.remote_addr;
-    m->rkey = d.rkey;
-    m->operand = d.operand;
-    m->swap = d.swap;
-    m->solicited = d.flags & wire::data_flags::kSolicited;
-    const std::uint32_t segments =
-        is_single_segment(d.op) ? 1
-                                : std::max<std::uint32_t>(1, (d.message_length + mss_ - 1) / mss_);
-    m->placed.init(ctx_.bitmaps, segments);
-
-    // Checks that concern the whole message, made once.
-    const Region* region = nullptr;
-    AccessCheck check = AccessCheck::kOk;
-    switch (d.op) {
-      case wire::DataOp::kSend:
-      case wire::DataOp::kSendImm:
-        if (m->length > s.recv(d.ssn).length) {
-          return fail_message(now, s, *m, wire::NackCode::kInvalidRequest,
-                              DropReason::kInvalidRequest, WcStatus::kLocLenErr);
-        }
-        break;
-      case wire::DataOp::kReadRequest:
-        check = ctx_.memory.check(m->rkey, m->addr, m->length, access::kRemoteRead, &region);
-        break;
-      case wire::DataOp::kFetchAdd:
-      case wire::DataOp::kCompareSwap:
-        if (m->addr % 8 != 0) {
-          return fail_message(now, s, *m, wire::NackCode::kInvalidRequest,
-                              DropReason::kInvalidRequest, WcStatus::kSuccess);
-        }
-        check = ctx_.memory.check(m->rkey, m->addr, 8, access::kRemoteAtomic, &region);
-        break;
-      default:
-        break;
-    }
-    if (check != AccessCheck::kOk) {
-      return fail_message(now, s, *m, wire::NackCode::kRemoteAccess, reason_of(check),
-                          WcStatus::kSuccess);
-    }
+    const Outcome opened = open_message(now, s, d, &m);
+    if (opened.verdict != Verdict::kAccept) return opened;
   } else if (m->op != d.op || m->length != d.message_length) {
     return invalid;
   }
   if (m->failed) return {Verdict::kNack, m->fail_code, m->fail_reason};
 
   std::uint32_t index = 0;
-  if (!is_single_segment(d.op)) {
-    const std::uint32_t expected =
-        d.offset < m->length ? std::min<std::uint32_t>(mss_, m->length - d.offset) : 0;
-    if (d.offset % mss_ != 0 || d.payload_length != expected) {
-      if (!(m->length == 0 && d.offset == 0 && d.payload_length == 0)) return invalid;
-    }
-    index = d.offset / mss_;
-  }
+  if (!segment_index(*m, d, &index)) return invalid;
   if (m->placed.contains(ctx_.bitmaps, index)) return {};  // a copy: placed already
 
+  const Outcome written = write_segment(now, s, *m, d, payload);
+  if (written.verdict != Verdict::kAccept) return written;
+  m->placed.insert(ctx_.bitmaps, index);
+  rx_data_bytes_ += d.payload_length;
+  if (m->placed.full()) {
+    m->complete = true;
+    if (m->msn == s.rx_next_msn) advance_receiver(now, s);
+  }
+  return {};
+}
+
+Connection::Outcome Connection::open_message(Time now, Stream& s, const wire::DataHeader& d,
+                                             InboundMessage** out) {
+  if (consumes_receive(d.op) && !s.receive_posted(d.ssn)) {
+    return {Verdict::kNack, wire::NackCode::kReceiverNotReady, DropReason::kReceiverNotReady};
+  }
+  InboundMessage* m = inbound_.insert(s.id, d.msn);
+  if (!m) return {Verdict::kNack, wire::NackCode::kNoResources, DropReason::kNoResources};
+  *out = m;
+  m->op = d.op;
+  m->length = d.message_length;
+  m->ssn = d.ssn;
+  m->imm = d.imm;
+  m->addr = d.remote_addr;
+  m->rkey = d.rkey;
+  m->operand = d.operand;
+  m->swap = d.swap;
+  m->solicited = d.flags & wire::data_flags::kSolicited;
+  const std::uint32_t segments =
+      is_single_segment(d.op) ? 1
+                              : std::max<std::uint32_t>(1, (d.message_length + mss_ - 1) / mss_);
+  m->placed.init(ctx_.bitmaps, segments);
+
+  // Checks that concern the whole message, made once.
+  const Region* region = nullptr;
+  AccessCheck check = AccessCheck::kOk;
+  switch (d.op) {
+    case wire::DataOp::kSend:
+    case wire::DataOp::kSendImm:
+      if (m->length > s.recv(d.ssn).length) {
+        return fail_message(now, s, *m, wire::NackCode::kInvalidRequest,
+                            DropReason::kInvalidRequest, WcStatus::kLocLenErr);
+      }
+      break;
+    case wire::DataOp::kReadRequest:
+      check = ctx_.memory.check(m->rkey, m->addr, m->length, access::kRemoteRead, &region);
+      break;
+    case wire::DataOp::kFetchAdd:
+    case wire::DataOp::kCompareSwap:
+      if (m->addr % 8 != 0) {
+        return fail_message(now, s, *m, wire::NackCode::kInvalidRequest,
+                            DropReason::kInvalidRequest, WcStatus::kSuccess);
+      }
+      check = ctx_.memory.check(m->rkey, m->addr, 8, access::kRemoteAtomic, &region);
+      break;
+    default:
+      break;
+  }
+  if (check != AccessCheck::kOk) {
+    return fail_message(now, s, *m, wire::NackCode::kRemoteAccess, reason_of(check),
+                        WcStatus::kSuccess);
+  }
+  return {};
+}
+
+bool Connection::segment_index(const InboundMessage& m, const wire::DataHeader& d,
+                               std::uint32_t* index) const {
+  *index = 0;
+  if (is_single_segment(d.op)) return true;
+  const std::uint32_t expected =
+      d.offset < m.length ? std::min<std::uint32_t>(mss_, m.length - d.offset) : 0;
+  if (d.offset % mss_ != 0 || d.payload_length != expected) {
+    // A zero-length message still travels as one empty segment.
+    if (!(m.length == 0 && d.offset == 0 && d.payload_length == 0)) return false;
+  }
+  *index = d.offset / mss_;
+  return true;
+}
+
+Connection::Outcome Connection::write_segment(Time now, Stream& s, InboundMessage& m,
+                                              const wire::DataHeader& d,
+                                              std::span<const std::uint8_t> payload) {
   const std::uint32_t len = d.payload_length;
   switch (d.op) {
     case wire::DataOp::kWrite:
     case wire::DataOp::kWriteImm: {
       const Region* region = nullptr;
       const AccessCheck check =
-          ctx_.memory.check(m->rkey, m->addr + d.offset, len, access::kRemoteWrite, &region);
+          ctx_.memory.check(m.rkey, m.addr + d.offset, len, access::kRemoteWrite, &region);
       if (check != AccessCheck::kOk) {
-        return fail_message(now, s, *m, wire::NackCode::kRemoteAccess, reason_of(check),
+        return fail_message(now, s, m, wire::NackCode::kRemoteAccess, reason_of(check),
                             WcStatus::kSuccess);
       }
       if (cfg_.carry_payload && len > 0) {
-        std::uint8_t* dst = MemoryTable::host_of(*region, m->addr + d.offset);
+        std::uint8_t* dst = MemoryTable::host_of(*region, m.addr + d.offset);
         std::uint32_t now_len = len;
-        if (d.offset + len == m->length) {
+        if (d.offset + len == m.length) {
           // Programs spin on the last byte: it becomes visible only when the message
           // completes in order.
-          m->holds_last_byte = true;
-          m->last_byte = payload[len - 1];
+          m.holds_last_byte = true;
+          m.last_byte = payload[len - 1];
           --now_len;
         }
         if (dst) std::memcpy(dst, payload.data(), now_len);
@@ -261,21 +290,15 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
     case wire::DataOp::kSend:
     case wire::DataOp::kSendImm:
       if (cfg_.carry_payload && len > 0) {
-        const RecvWqe& rv = s.recv(m->ssn);
+        const RecvWqe& rv = s.recv(m.ssn);
         if (!ctx_.memory.scatter(rv.wr.sg, rv.wr.num_sge, d.offset, payload.data(), len)) {
-          return fail_message(now, s, *m, wire::NackCode::kRemoteOperation,
+          return fail_message(now, s, m, wire::NackCode::kRemoteOperation,
                               DropReason::kAccessDenied, WcStatus::kLocProtErr);
         }
       }
       break;
     default:
       break;
-  }
-  m->placed.insert(ctx_.bitmaps, index);
-  rx_data_bytes_ += len;
-  if (m->placed.full()) {
-    m->complete = true;
-    if (m->msn == s.rx_next_msn) advance_receiver(now, s);
   }
   return {};
 }
@@ -355,6 +378,23 @@ Response* Connection::allocate_response() {
   return &responses_.emplace_back();
 }
 
+std::uint64_t Connection::apply_atomic(const InboundMessage& m) {
+  std::uint64_t original = 0;
+  const Region* region = nullptr;
+  if (ctx_.memory.check(m.rkey, m.addr, 8, access::kRemoteAtomic, &region) != AccessCheck::kOk) {
+    return original;
+  }
+  auto* word = reinterpret_cast<std::uint64_t*>(MemoryTable::host_of(*region, m.addr));
+  if (!word) return original;  // headers only: no memory to change
+  if (m.op == wire::DataOp::kFetchAdd) {
+    original = __atomic_fetch_add(word, m.operand, __ATOMIC_SEQ_CST);
+  } else {
+    original = m.operand;
+    __atomic_compare_exchange_n(word, &original, m.swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  }
+  return original;
+}
+
 void Connection::execute(Time, Stream& s, const InboundMessage& m) {
   switch (m.op) {
     case wire::DataOp::kWrite:
@@ -393,20 +433,7 @@ void Connection::execute(Time, Stream& s, const InboundMessage& m) {
     case wire::DataOp::kFetchAdd:
     case wire::DataOp::kCompareSwap: {
       if (m.failed) return;
-      std::uint64_t original = 0;
-      const Region* region = nullptr;
-      if (ctx_.memory.check(m.rkey, m.addr, 8, access::kRemoteAtomic, &region) ==
-          AccessCheck::kOk) {
-        if (auto* word = reinterpret_cast<std::uint64_t*>(MemoryTable::host_of(*region, m.addr))) {
-          if (m.op == wire::DataOp::kFetchAdd) {
-            original = __atomic_fetch_add(word, m.operand, __ATOMIC_SEQ_CST);
-          } else {
-            original = m.operand;
-            __atomic_compare_exchange_n(word, &original, m.swap, false, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST);
-          }
-        }
-      }
+      const std::uint64_t original = apply_atomic(m);
       Response& r = *allocate_response();
       r = Response{true, wire::DataOp::kAtomicResponse, s.remote, m.msn, m.addr, m.rkey, 8, 1};
       r.value = original;

@@ -456,22 +456,21 @@ std::string text_summary(const RunResult& r) {
   std::uint64_t max_q = 0;
   for (const auto& l : r.link_classes) max_q = std::max(max_q, l.max_queue_bytes);
   const double wall = r.wall_seconds > 0 ? r.wall_seconds : 1e-9;
-  std::snprintf(
-      buf, sizeof buf,
-      "  drops %llu (queue %llu, loss %llu, failure %llu)  retransmits %llu  max queue "
-      "%s  PFC pauses %llu\n  simulator: %.2fM events/s, %.0fK data packets/s, peak RSS "
-      "%.0f MB\n",
-      static_cast<unsigned long long>(r.drops.total()),
-      static_cast<unsigned long long>(r.drops[DropCause::kQueueFull] +
-                                      r.drops[DropCause::kSharedBuffer]),
-      static_cast<unsigned long long>(r.drops[DropCause::kRandomLoss]),
-      static_cast<unsigned long long>(r.drops[DropCause::kBlackHole] +
-                                      r.drops[DropCause::kLinkDown] + r.drops[DropCause::kNoRoute]),
-      static_cast<unsigned long long>(r.transport_totals.tx_retransmits),
-      format_bytes(max_q).c_str(), static_cast<unsigned long long>(r.pause_frames),
-      static_cast<double>(r.events) / wall / 1e6,
-      static_cast<double>(r.data_packets_sent) / wall / 1e3,
-      static_cast<double>(r.peak_rss_bytes) / 1e6);
+  std::snprintf(buf, sizeof buf,
+                "  drops %llu (queue %llu, loss %llu, failure %llu)  retransmits %llu  max queue "
+                "%s  PFC pauses %llu\n  simulator: %.2fM events/s, %.0fK data packets/s, peak RSS "
+                "%.0f MB\n",
+                static_cast<unsigned long long>(r.drops.total()),
+                static_cast<unsigned long long>(r.drops[DropCause::kQueueFull]) +
+                    r.drops[DropCause::kSharedBuffer],
+                static_cast<unsigned long long>(r.drops[DropCause::kRandomLoss]),
+                static_cast<unsigned long long>(r.drops[DropCause::kBlackHole]) +
+                    r.drops[DropCause::kLinkDown] + r.drops[DropCause::kNoRoute],
+                static_cast<unsigned long long>(r.transport_totals.tx_retransmits),
+                format_bytes(max_q).c_str(), static_cast<unsigned long long>(r.pause_frames),
+                static_cast<double>(r.events) / wall / 1e6,
+                static_cast<double>(r.data_packets_sent) / wall / 1e3,
+                static_cast<double>(r.peak_rss_bytes) / 1e6);
   o << buf;
   return o.str();
 }

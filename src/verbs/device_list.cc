@@ -81,7 +81,9 @@ ibv_device** ibv_get_device_list(int* num_devices) {
     errno = EINVAL;
     return nullptr;
   }
-  auto** list = static_cast<ibv_device**>(std::calloc(entries->size() + 1, sizeof(ibv_device*)));
+  // An array of pointers, NULL-terminated, as rdma-core returns it.
+  auto** list = static_cast<ibv_device**>(
+      std::calloc(entries->size() + 1, sizeof(ibv_device*)));  // NOLINT(bugprone-sizeof-expression)
   if (!list) {
     errno = ENOMEM;
     return nullptr;

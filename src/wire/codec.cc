@@ -339,7 +339,7 @@ DecodeError decode_handshake(ByteReader& r, Packet* out) {
   if (hs.address_count == 0 || hs.address_count > kMaxPlanes) {
     return DecodeError::kBadAddressCount;
   }
-  if (r.remaining() != 16u * hs.address_count) return DecodeError::kBadLength;
+  if (r.remaining() != 16 * std::size_t{hs.address_count}) return DecodeError::kBadLength;
   for (std::size_t i = 0; i < hs.address_count; ++i) r.bytes(hs.addresses[i].data(), 16);
   if (hs.src_conn == 0 || hs.mss == 0 || hs.paths == 0) return DecodeError::kBadLength;
   return DecodeError::kOk;

@@ -25,7 +25,7 @@ TEST(BaselineDcqcn, CnpCutsByHalfAlphaAndRaisesAlpha) {
   EXPECT_DOUBLE_EQ(r.alpha(), 1.0);  // (1 - g) * 1 + g
   r.on_cnp(2000);
   EXPECT_EQ(r.rate(2000), kLine / 4);
-  EXPECT_DOUBLE_EQ(r.target_bps(), double(kLine / 2));
+  EXPECT_DOUBLE_EQ(r.target_bps(), double(kLine) / 2);
 }
 
 TEST(BaselineDcqcn, AlphaDecaysEveryPeriodWithoutCnp) {

@@ -40,7 +40,7 @@ struct PairOptions {
 
 class RocePair {
  public:
-  explicit RocePair(PairOptions o = {})
+  explicit RocePair(const PairOptions& o = {})
       : net(o.planes, o.spines, o.seed),
         a(with_planes(o.config, o.planes, kAddrA, kAddrA2)),
         b(with_planes(o.config, o.planes, kAddrB, kAddrB2)) {

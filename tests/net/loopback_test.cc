@@ -26,7 +26,7 @@ void store64(std::vector<std::uint8_t>& v, std::uint64_t x, std::size_t off = 0)
 }
 
 // Every operation from a to b once, then checks bytes, completions and counters.
-void exercise_every_operation(Side& a, Side& b, std::vector<Device*> pump) {
+void exercise_every_operation(Side& a, Side& b, const std::vector<Device*>& pump) {
   Region a_src(*a.dev, kSize, 1), a_dst(*a.dev, kSize, 2);
   Region b_dst(*b.dev, kSize, 3), b_src(*b.dev, kSize, 4);
   Region b_atomic(*b.dev, 64, 5), a_result(*a.dev, 64, 6);

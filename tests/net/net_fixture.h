@@ -87,7 +87,7 @@ inline void connect_qps(Side& a, Side& b, QpOptions base = {}) {
 // are progressed meanwhile (manual mode).
 inline std::vector<Completion> wait_for(CompletionQueue& cq, std::size_t count,
                                         std::chrono::milliseconds timeout,
-                                        std::vector<Device*> pump = {}) {
+                                        const std::vector<Device*>& pump = {}) {
   std::vector<Completion> out;
   const auto end = std::chrono::steady_clock::now() + timeout;
   Completion wc[64];

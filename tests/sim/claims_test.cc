@@ -43,7 +43,7 @@ bool have_both() {
 
 // Runs a named scenario with overrides as `mroce-sim run NAME --transport T --set ...`.
 RunResult run(const std::string& name, const std::string& transport,
-              std::vector<std::string> overrides) {
+              const std::vector<std::string>& overrides) {
   const Scenario s = load_scenario(name, overrides);
   Simulation sim(scenario_for(s, transport), *registry().find(transport));
   return sim.run();

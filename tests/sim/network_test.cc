@@ -134,8 +134,8 @@ TEST(Ecmp, SpreadIsRoughlyUniform) {
   for (int i = 0; i < n; ++i) ++count[trace(net, 3, 100, static_cast<std::uint16_t>(i))];
   ASSERT_EQ(count.size(), 16u);
   for (const auto& [path, c] : count) {
-    EXPECT_GT(c, n / 16 * 0.8);
-    EXPECT_LT(c, n / 16 * 1.2);
+    EXPECT_GT(c, n / 16.0 * 0.8);
+    EXPECT_LT(c, n / 16.0 * 1.2);
   }
 }
 

@@ -20,7 +20,7 @@ bytes = "32MB"
 )";
 
 // The message of the ConfigError that parsing throws, or "" if none.
-std::string error_of(const std::string& text, std::vector<std::string> overrides = {}) {
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
   try {
     parse_scenario(text, "file.toml", overrides);
   } catch (const ConfigError& e) {

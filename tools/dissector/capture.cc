@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     EngineConfig c;
     c.planes = {Address::ipv4(0x0a000001u + std::uint32_t(h))};
     c.paths = 4;
-    c.seed = std::uint64_t(h + 1);
+    c.seed = std::uint64_t(h) + 1;
     e[h] = std::make_unique<Engine>(c);
     e[h]->set_sink(&rec[h]);
     net.add_host(e[h].get(), c.planes, c.listen_port);
