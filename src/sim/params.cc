@@ -1,5 +1,6 @@
 #include "sim/params.h"
 
+#include <charconv>
 #include <cmath>
 
 #include "sim/errors.h"
@@ -12,7 +13,10 @@ namespace {
 std::string describe(const Params::Value& v) {
   if (auto b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (auto i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
-  if (auto d = std::get_if<double>(&v)) return std::to_string(*d);
+  if (auto d = std::get_if<double>(&v)) {
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, *d).ptr);
+  }
   return "\"" + std::get<std::string>(v) + "\"";
 }
 
@@ -123,6 +127,48 @@ std::uint64_t Params::get_rate(const std::string& key, std::uint64_t def) {
     if (auto r = parse_rate(*s); r && *r > 0) return *r;
   }
   fail(key, "expected a rate such as 100 (Gbit/s) or \"400Gbps\"");
+}
+
+double Params::get_setting(const Setting& s, double def, bool zero_means_default) {
+  const std::string key(s.name);
+  const Value* v = find(key);
+  if (!v) return def;
+  const auto* i = std::get_if<std::int64_t>(v);
+  const auto* d = std::get_if<double>(v);
+  const auto* text = std::get_if<std::string>(v);
+  double value = NAN;  // NaN: not a quantity of this unit, refused below
+  switch (s.unit) {
+    case SettingUnit::kCount:
+      if (i) value = static_cast<double>(*i);
+      break;
+    case SettingUnit::kRatio:
+      if (i) value = static_cast<double>(*i);
+      if (d) value = *d;
+      break;
+    case SettingUnit::kBytes:
+      if (i) value = static_cast<double>(*i);
+      if (text) {
+        if (auto b = parse_bytes(*text)) value = static_cast<double>(*b);
+      }
+      break;
+    case SettingUnit::kTime:
+      if (i) value = static_cast<double>(*i);
+      if (text) {
+        if (auto t = parse_time(*text)) value = static_cast<double>(to_ns(*t));
+      }
+      break;
+    case SettingUnit::kRate:
+      if (i) value = static_cast<double>(*i) * 1e9;
+      if (d && std::isfinite(*d)) value = std::round(*d * 1e9);
+      if (text) {
+        if (auto r = parse_rate(*text)) value = static_cast<double>(*r);
+      }
+      break;
+  }
+  if (zero_means_default && value == 0) return 0;
+  std::string error;
+  if (!check_setting(s, value, name(key), describe(*v), &error)) throw ConfigError(error);
+  return value;
 }
 
 void Params::reject_unused() const {

@@ -30,6 +30,15 @@ refused "1024 MiB" "$PERF" client 127.0.0.1 --size 67108864 --depth 128
 refused "--bogus" "$PERF" client 127.0.0.1 --bogus
 refused "--port" "$PERF" server --port 70000
 refused "--duration" "$PERF" client 127.0.0.1 --duration -1
+# Numbers are checked as written, with the line every setting out of range gets.
+refused "--duration=nan: must be 0.01..86400" "$PERF" client 127.0.0.1 -D nan
+refused "--interval=inf: must be" "$PERF" client 127.0.0.1 --interval inf
+refused "--paths=0: must be 1..256" "$PERF" client 127.0.0.1 --paths 0
+refused "--paths=-1: must be 1..256" "$PERF" client 127.0.0.1 --paths -1
+refused "--mtu=70000: must be 256..16384" "$PERF" client 127.0.0.1 --mtu 70000
+refused "--iters=oops: must be" "$PERF" client 127.0.0.1 --iters oops
+refused "--rate=99999999999999999999: must be" "$PERF" server --rate 99999999999999999999
+refused "--src-ports=0: must be 1..4096" "$PERF" server --src-ports 0
 if [[ -n ${BLASTER:-} ]]; then
   refused "--gso" "$BLASTER" bw --gso 0
   refused "IPv4" "$BLASTER" lat --addr not-an-ip
