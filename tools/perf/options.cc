@@ -14,11 +14,6 @@ namespace mroce::perf {
 
 namespace {
 
-constexpr std::uint64_t kMaxBuffer = 1ull << 30;
-constexpr std::uint32_t kMaxSweepExponent = 23;  // -a: 2 B .. 8 MiB, as perftest
-constexpr double kMaxDepth = 8192;               // requests outstanding per queue pair
-constexpr double kMaxQps = 64;
-
 const char* kHelpFooter = R"(
 Roles:
   mroce-perf server [options]            waits for clients (forever unless --once)
@@ -140,75 +135,6 @@ void add_device_options(CLI::App* app, Options* o, std::vector<std::string>* add
 
 }  // namespace
 
-const char* to_string(Test t) {
-  switch (t) {
-    case Test::kWrite:
-      return "write";
-    case Test::kSend:
-      return "send";
-    case Test::kRead:
-      return "read";
-  }
-  return "?";
-}
-
-std::uint64_t TestSpec::max_size() const {
-  return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
-}
-
-std::uint64_t TestSpec::buffer_bytes() const {
-  return std::uint64_t{qps} * (latency ? 1 : depth) * std::max<std::uint64_t>(max_size(), 8);
-}
-
-nlohmann::json TestSpec::to_json() const {
-  return {{"test", to_string(test)},
-          {"latency", latency},
-          {"sizes", sizes},
-          {"iterations", iterations},
-          {"duration", duration},
-          {"depth", depth},
-          {"qps", qps},
-          {"mtu", mtu},
-          {"paths", paths},
-          {"transport", transport == TransportKind::kRoceV2 ? "roce" : "mroce"},
-          {"check", check},
-          {"seed", seed}};
-}
-
-bool TestSpec::from_json(const nlohmann::json& j, TestSpec* out, std::string* error) {
-  try {
-    TestSpec s;
-    const std::string test = j.at("test");
-    if (test == "write")
-      s.test = Test::kWrite;
-    else if (test == "send")
-      s.test = Test::kSend;
-    else if (test == "read")
-      s.test = Test::kRead;
-    else
-      throw std::runtime_error("unknown test '" + test + "'");
-    s.latency = j.at("latency");
-    s.sizes = j.at("sizes").get<std::vector<std::uint32_t>>();
-    s.iterations = j.at("iterations");
-    s.duration = j.at("duration");
-    s.depth = j.at("depth");
-    s.qps = j.at("qps");
-    s.mtu = j.at("mtu");
-    s.paths = j.at("paths");
-    s.transport = j.at("transport") == "roce" ? TransportKind::kRoceV2 : TransportKind::kMetaRoce;
-    s.check = j.at("check");
-    s.seed = j.at("seed");
-    if (s.sizes.empty() || s.qps == 0 || s.depth == 0 || s.buffer_bytes() > kMaxBuffer) {
-      throw std::runtime_error("sizes, depth or queue pairs out of range");
-    }
-    *out = std::move(s);
-    return true;
-  } catch (const std::exception& e) {
-    *error = std::string("bad test description from client: ") + e.what();
-    return false;
-  }
-}
-
 bool parse_options(int argc, char** argv, Options* o, int* exit_code) {
   CLI::App app{"mroce-perf: RDMA bandwidth and latency over OpenMetaRoCE, perftest style."};
   app.footer(std::string(kHelpFooter) + "\n" + engine_settings_help());
@@ -229,12 +155,13 @@ bool parse_options(int argc, char** argv, Options* o, int* exit_code) {
   client->add_option("--test,-t", test, "write, send or read")
       ->check(CLI::IsMember({"write", "send", "read"}));
   client->add_flag("--lat", o->spec.latency, "latency (ping-pong) instead of bandwidth");
-  client->add_option("--size,-s", size, "message size in bytes")->check(in_range(1, 1u << 26));
+  client->add_option("--size,-s", size, "message size in bytes")
+      ->check(in_range(1, kMaxMessageSize));
   client->add_flag("--all,-a", sweep, "sweep sizes 2 B .. 8 MiB");
   client->add_option("--iters,-n", o->spec.iterations, "messages per size")
-      ->check(in_range(1, double(std::uint64_t{1} << 40)));
+      ->check(in_range(1, double(kMaxIterations)));
   client->add_option("--duration,-D", o->spec.duration, "seconds per size (instead of --iters)")
-      ->check(in_range(0.01, 86400, false));
+      ->check(in_range(kMinDuration, kMaxDuration, false));
   client->add_option("--depth,-q", o->spec.depth, "requests outstanding per queue pair")
       ->check(in_range(1, kMaxDepth));
   client->add_option("--cq-mod", o->spec.cq_mod, "one completion per N requests (default 16)")
@@ -294,7 +221,7 @@ bool parse_options(int argc, char** argv, Options* o, int* exit_code) {
   } else {
     o->spec.sizes = {size};
   }
-  if (o->spec.test == Test::kRead && o->spec.latency && o->spec.max_size() > (1u << 24)) {
+  if (o->spec.test == Test::kRead && o->spec.latency && o->spec.max_size() > kMaxReadLatencySize) {
     std::fprintf(stderr, "mroce-perf: READ latency is limited to 16 MiB messages\n");
     *exit_code = 2;
     return false;
