@@ -4,6 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 # BLASTER (bench/net's mroce-udp-blaster) is set when benchmarks are built.
 [[ -z ${BLASTER:-} || -x $BLASTER ]] || fail "BLASTER ($BLASTER) is not built: build target mroce-udp-blaster"
+[[ -n ${DEMO:-} && -x $DEMO ]] || fail "DEMO (${DEMO:-}) is not built: build target mroce-demo"
 
 # refused WORD TOOL ARGS...: the tool exits 2 with exactly one line containing WORD.
 refused() {
@@ -43,6 +44,11 @@ if [[ -n ${BLASTER:-} ]]; then
   refused "--gso" "$BLASTER" bw --gso 0
   refused "IPv4" "$BLASTER" lat --addr not-an-ip
 fi
+# mroce-demo too (CLI11's own codes were 105 and 109).
+refused "--paths" "$DEMO" --paths 0
+refused "--bogus" "$DEMO" --bogus
+refused "--loss" "$DEMO" --loss nan
+refused "--gbps" "$DEMO" --gbps oops
 ok "bad arguments give one line and exit 2"
 
 "$PERF" --help | grep -q "mroce-perf server" || fail "--help does not describe the roles"

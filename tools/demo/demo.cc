@@ -3,6 +3,9 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -155,7 +158,19 @@ int main(int argc, char** argv) {
   app.add_option("--messages", o.messages, "number of WRITEs")->check(CLI::Range(1, 100000));
   app.add_option("--gbps", o.gbps, "link and NIC rate, Gbit/s")->check(CLI::Range(0.01, 400.0));
   app.add_flag("--verbose", verbose, "print every path in every run");
-  CLI11_PARSE(app, argc, argv);
+  // Bad arguments: one line and exit 2, as the other tools (CLI11 exits 105 or 109).
+  try {
+    app.parse(argc, argv);
+    if (!std::isfinite(o.loss) || !std::isfinite(o.gbps)) {
+      throw CLI::ValidationError("--loss and --gbps must be numbers");
+    }
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "mroce-demo: %s (see --help)\n", what.c_str());
+    return 2;
+  }
 
   fmt::print(
       "MetaRoCE demo: {} x {} KiB RDMA WRITE, {} paths over {} spines, {:.0f} Gbit/s port\n\n",
