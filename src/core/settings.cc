@@ -10,7 +10,10 @@ namespace {
 
 std::string number(double v) {
   char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  // Whole numbers in full ("10000000", not "1e+07").
+  const auto r = v == std::floor(v) && std::fabs(v) < 0x1p63
+                     ? std::to_chars(buf, buf + sizeof buf, static_cast<std::int64_t>(v))
+                     : std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
 
@@ -80,7 +83,10 @@ std::string format_value(SettingUnit unit, double v) {
     case SettingUnit::kRatio:
       return number(v);
     case SettingUnit::kBytes:
-      if (in_step(v, 1 << 20, "MiB", &out) || in_step(v, 1 << 10, "KiB", &out)) return out;
+      if (in_step(v, 1 << 30, "GiB", &out) || in_step(v, 1 << 20, "MiB", &out) ||
+          in_step(v, 1 << 10, "KiB", &out)) {
+        return out;
+      }
       return number(v);
     case SettingUnit::kTime:
       if (in_step(v, 1e9, "s", &out) || in_step(v, 1e6, "ms", &out) ||
@@ -95,11 +101,11 @@ std::string format_value(SettingUnit unit, double v) {
   return number(v);
 }
 
-std::string range_text(const Setting& s) {
+std::string range_text(const SettingInfo& s) {
   return format_value(s.unit, s.min) + ".." + format_value(s.unit, s.max);
 }
 
-bool check_setting(const Setting& s, double value, std::string_view key, std::string_view text,
+bool check_setting(const SettingInfo& s, double value, std::string_view key, std::string_view text,
                    std::string* error) {
   if (std::isfinite(value) && value >= s.min && value <= s.max &&
       (s.unit == SettingUnit::kRatio || value == std::floor(value))) {

@@ -12,24 +12,32 @@
 
 namespace mroce {
 
-struct Setting {
+// What a front end needs to read and check one setting of any engine's table.
+struct SettingInfo {
   std::string_view name;  // TOML key; MROCE_ENGINE adds the unit's suffix (env_suffix)
   SettingUnit unit;
   double def, min, max;  // in the stored unit: bytes, ns, bit/s (exact below 2^53)
   std::string_view meaning;
-  double (*get)(const EngineConfig&);
-  void (*set)(EngineConfig&, double);
 };
 
-#define MROCE_SETTING_ROW(type, member, name, unit, def, min, max, meaning)    \
-  Setting{name,                                                                \
-          SettingUnit::unit,                                                   \
-          static_cast<double>(def),                                            \
-          static_cast<double>(min),                                            \
-          static_cast<double>(max),                                            \
-          meaning,                                                             \
-          [](const EngineConfig& c) { return static_cast<double>(c.member); }, \
-          [](EngineConfig& c, double v) { c.member = static_cast<type>(v); }},
+// A row of a table, with the member of `Config` it stands for.
+template <typename Config>
+struct BasicSetting : SettingInfo {
+  double (*get)(const Config&);
+  void (*set)(Config&, double);
+};
+using Setting = BasicSetting<EngineConfig>;
+
+// A row from one entry of an X-macro list (MROCE_ENGINE_SETTINGS's form); `path` is the
+// member's place in `Config` (c.member, c.dcqcn.member).
+#define MROCE_SETTING_ROW_OF(Config, path, type, name, unit, def, min, max, meaning)           \
+  ::mroce::BasicSetting<Config>{{name, ::mroce::SettingUnit::unit, static_cast<double>(def),   \
+                                 static_cast<double>(min), static_cast<double>(max), meaning}, \
+                                [](const Config& c) { return static_cast<double>(c.path); },   \
+                                [](Config& c, double v) { c.path = static_cast<type>(v); }},
+
+#define MROCE_SETTING_ROW(type, member, name, unit, def, min, max, meaning) \
+  MROCE_SETTING_ROW_OF(EngineConfig, member, type, name, unit, def, min, max, meaning)
 inline constexpr Setting kEngineSettings[] = {MROCE_ENGINE_SETTINGS(MROCE_SETTING_ROW)};
 #undef MROCE_SETTING_ROW
 
@@ -47,11 +55,11 @@ std::string out_of_range(std::string_view key, std::string_view value, std::stri
 // times as "20us", rates as "100Gbps" (the forms the simulator's TOML reads back).
 std::string format_value(SettingUnit unit, double value);
 // "min..max" of a setting in format_value's form.
-std::string range_text(const Setting& s);
+std::string range_text(const SettingInfo& s);
 
 // Whether `value` (stored unit) is a number in the setting's range; else the line
 // out_of_range() gives, for `key` and the value as the user wrote it.
-bool check_setting(const Setting& s, double value, std::string_view key, std::string_view text,
+bool check_setting(const SettingInfo& s, double value, std::string_view key, std::string_view text,
                    std::string* error);
 
 // MROCE_ENGINE form: "key=value,...", where a key is a setting's name plus its unit's

@@ -8,9 +8,7 @@
 
 namespace mroce::sim {
 
-namespace {
-
-std::string describe(const Params::Value& v) {
+std::string Params::describe(const Value& v) {
   if (auto b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (auto i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
   if (auto d = std::get_if<double>(&v)) {
@@ -19,8 +17,6 @@ std::string describe(const Params::Value& v) {
   }
   return "\"" + std::get<std::string>(v) + "\"";
 }
-
-}  // namespace
 
 const Params::Value* Params::find(const std::string& key) {
   auto it = values_.find(key);
@@ -129,7 +125,7 @@ std::uint64_t Params::get_rate(const std::string& key, std::uint64_t def) {
   fail(key, "expected a rate such as 100 (Gbit/s) or \"400Gbps\"");
 }
 
-double Params::get_setting(const Setting& s, double def, bool zero_means_default) {
+double Params::get_setting(const SettingInfo& s, double def, bool zero_means_default) {
   const std::string key(s.name);
   const Value* v = find(key);
   if (!v) return def;

@@ -46,7 +46,10 @@ class Params {
   // integer is ns), a rate (a number is Gbit/s) or a fraction, in the setting's range.
   // `zero_means_default`: 0 is also taken (the caller derives the value). Anything else
   // throws the line core's out_of_range() writes.
-  double get_setting(const Setting& s, double def, bool zero_means_default = false);
+  double get_setting(const SettingInfo& s, double def, bool zero_means_default = false);
+
+  // A value as messages show it: true, 42, 1.5, "text".
+  static std::string describe(const Value& v);
 
   // Throws ConfigError naming the first key no getter asked for.
   void reject_unused() const;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "baseline/settings.h"
 #include "core/settings.h"
 
 namespace mroce {
@@ -143,9 +144,26 @@ TEST(EngineSettings, TheStackPageListsEveryRowAsTheTableSays) {
   }
 }
 
+TEST(EngineSettings, TheSimulatorPageListsEveryRoceRowAsTheTableSays) {
+  std::ifstream f(std::string(MROCE_SOURCE_DIR) + "/docs/SIMULATOR.md");
+  std::stringstream page;
+  page << f.rdbuf();
+  ASSERT_FALSE(page.str().empty());
+  for (const baseline::RoceSetting& s : baseline::roce_settings()) {
+    EXPECT_LE(s.min, s.def);
+    EXPECT_LE(s.def, s.max);
+    EXPECT_EQ(s.get(baseline::RoceConfig{}), s.def);
+    const std::string row = "| `" + std::string(s.name) + "` | " + format_value(s.unit, s.def) +
+                            " | " + range_text(s) + " | " + std::string(s.meaning) + " |";
+    EXPECT_NE(page.str().find(row), std::string::npos) << "docs/SIMULATOR.md lacks " << row;
+  }
+}
+
 TEST(EngineSettings, ValuesAreWrittenInTheSimulatorsForms) {
   EXPECT_EQ(format_value(SettingUnit::kBytes, 256 * 1024), "256KiB");
   EXPECT_EQ(format_value(SettingUnit::kBytes, 1500), "1500");
+  EXPECT_EQ(format_value(SettingUnit::kBytes, 10'000'000), "10000000");
+  EXPECT_EQ(format_value(SettingUnit::kBytes, double(1ull << 40)), "1024GiB");
   EXPECT_EQ(format_value(SettingUnit::kTime, 20 * kMicrosecond), "20us");
   EXPECT_EQ(format_value(SettingUnit::kTime, 1500), "1500ns");
   EXPECT_EQ(format_value(SettingUnit::kTime, 10 * kSecond), "10s");

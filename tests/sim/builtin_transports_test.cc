@@ -4,6 +4,9 @@
 #include <cmath>
 
 #include "core/settings.h"
+#ifdef MROCE_SIM_HAVE_BASELINE
+#include "baseline/settings.h"
+#endif
 #include "sim/errors.h"
 #include "sim/simulation.h"
 #include "transports.h"
@@ -70,6 +73,30 @@ TEST(BuiltinTransports, MetaRoceSettingsOutOfRangeAreRefusedWithOneLine) {
     EXPECT_NO_THROW(mroce->configure(p)) << key << " refused its maximum";
   }
 }
+
+#ifdef MROCE_SIM_HAVE_BASELINE
+TEST(BuiltinTransports, RoceSettingsOutOfRangeAreRefusedWithOneLine) {
+  const TransportInfo* roce = builtin("roce");
+  ASSERT_NE(roce, nullptr);
+  for (const baseline::RoceSetting& s : baseline::roce_settings()) {
+    const std::string key(s.name);
+    std::vector<Params::Value> values = {std::int64_t{-1}, std::int64_t{1} << 62, double(NAN),
+                                         std::string("oops")};
+    if (s.min > 0 && key != "mtu" && key != "line_rate") values.push_back(std::int64_t{0});
+    for (const Params::Value& v : values) {
+      Params p("transport.roce");
+      p.set(key, v);
+      try {
+        roce->configure(p);
+        ADD_FAILURE() << key << " took a bad value";
+      } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()), "transport.roce." + key + "=" + Params::describe(v) +
+                                             ": must be " + range_text(s));
+      }
+    }
+  }
+}
+#endif
 
 TEST(BuiltinTransports, MetaRoceRetriesALostSetUpWithinTenFabricRoundTrips) {
   // The whole fabric drops everything for the first 20 us, so every set-up pair is

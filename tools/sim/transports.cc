@@ -13,6 +13,7 @@
 #endif
 #if __has_include("baseline/roce_engine.h") && defined(MROCE_SIM_HAVE_BASELINE)
 #include "baseline/roce_engine.h"
+#include "baseline/settings.h"
 #define MROCE_SIM_ROCE 1
 #endif
 
@@ -55,35 +56,16 @@ bool derived_from_scenario(std::string_view name) {
 }
 
 #ifdef MROCE_SIM_ROCE
-// Reads [transport.roce] into a RoceConfig; DCQCN settings are prefixed dcqcn_.
+// Reads [transport.roce] into a RoceConfig: every setting of the baseline's table
+// (DCQCN's prefixed dcqcn_) and `dcqcn` (on or off). The mtu and line rate are derived
+// from the scenario when unset or 0, as for MetaRoCE.
 baseline::RoceConfig read_roce_config(Params& p) {
   baseline::RoceConfig c;
-  c.src_port_base =
-      static_cast<std::uint16_t>(p.get_uint("src_port_base", c.src_port_base, 1, 65535));
-  c.src_port_count =
-      static_cast<std::uint16_t>(p.get_uint("src_port_count", c.src_port_count, 1, 65535));
-  c.mtu = static_cast<std::uint32_t>(p.get_uint("mtu", 0, 0, 9000));  // 0: scenario mtu
-  c.line_rate_bps = p.get_rate("line_rate", 0);                       // 0: NIC rate x planes
-  c.ack_timeout = p.get_ns("ack_timeout", c.ack_timeout);
-  c.retry_cnt = static_cast<std::uint8_t>(p.get_uint("retry_cnt", c.retry_cnt, 0, 7));
-  c.max_rd_atomic = static_cast<std::uint8_t>(p.get_uint("max_rd_atomic", c.max_rd_atomic, 1, 255));
-  c.ack_every = static_cast<std::uint32_t>(p.get_uint("ack_every", c.ack_every, 1, 65535));
-  c.ack_interval = p.get_ns("ack_interval", c.ack_interval);
-  c.max_dest_rd_atomic =
-      static_cast<std::uint8_t>(p.get_uint("max_dest_rd_atomic", c.max_dest_rd_atomic, 1, 255));
-  baseline::DcqcnConfig& d = c.dcqcn;
-  d.enabled = p.get_bool("dcqcn", d.enabled);
-  d.cnp_interval = p.get_ns("dcqcn_cnp_interval", d.cnp_interval);
-  d.g = p.get_double("dcqcn_g", d.g, 0, 1);
-  d.initial_alpha = p.get_double("dcqcn_initial_alpha", d.initial_alpha, 0, 1);
-  d.alpha_period = p.get_ns("dcqcn_alpha_period", d.alpha_period);
-  d.increase_period = p.get_ns("dcqcn_increase_period", d.increase_period);
-  d.byte_counter = p.get_bytes("dcqcn_byte_counter", d.byte_counter);
-  d.fast_recovery_steps = static_cast<std::uint32_t>(
-      p.get_uint("dcqcn_fast_recovery_steps", d.fast_recovery_steps, 0, 1000));
-  d.ai_rate_bps = p.get_rate("dcqcn_ai_rate", d.ai_rate_bps);
-  d.hai_rate_bps = p.get_rate("dcqcn_hai_rate", d.hai_rate_bps);
-  d.min_rate_bps = p.get_rate("dcqcn_min_rate", d.min_rate_bps);
+  for (const baseline::RoceSetting& s : baseline::roce_settings()) {
+    const bool derived = s.name == "mtu" || s.name == "line_rate";
+    s.set(c, p.get_setting(s, derived ? 0 : s.def, derived));
+  }
+  c.dcqcn.enabled = p.get_bool("dcqcn", c.dcqcn.enabled);
   return c;
 }
 
