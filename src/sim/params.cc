@@ -43,9 +43,11 @@ std::uint64_t Params::get_uint(const std::string& key, std::uint64_t def, std::u
   const Value* v = find(key);
   if (!v) return def;
   auto i = std::get_if<std::int64_t>(v);
-  if (!i) fail(key, "expected an integer");
-  if (*i < 0 || static_cast<std::uint64_t>(*i) < min || static_cast<std::uint64_t>(*i) > max) {
-    fail(key, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  if (!i || *i < 0 || static_cast<std::uint64_t>(*i) < min ||
+      static_cast<std::uint64_t>(*i) > max) {
+    // The line every setting out of range gets (core/settings.h).
+    throw ConfigError(
+        out_of_range(name(key), describe(*v), std::to_string(min), std::to_string(max)));
   }
   return static_cast<std::uint64_t>(*i);
 }
@@ -53,16 +55,11 @@ std::uint64_t Params::get_uint(const std::string& key, std::uint64_t def, std::u
 double Params::get_double(const std::string& key, double def, double min, double max) {
   const Value* v = find(key);
   if (!v) return def;
-  double d;
-  if (auto i = std::get_if<std::int64_t>(v)) {
-    d = static_cast<double>(*i);
-  } else if (auto f = std::get_if<double>(v)) {
-    d = *f;
-  } else {
-    fail(key, "expected a number");
-  }
+  double d = NAN;  // not a number: refused below
+  if (auto i = std::get_if<std::int64_t>(v)) d = static_cast<double>(*i);
+  if (auto f = std::get_if<double>(v)) d = *f;
   if (!std::isfinite(d) || d < min || d > max) {
-    fail(key, "expected a number from " + std::to_string(min) + " to " + std::to_string(max));
+    throw ConfigError(out_of_range(name(key), describe(*v), describe(min), describe(max)));
   }
   return d;
 }
