@@ -41,7 +41,10 @@ Exit status: 0 success, 1 failure (including --check mismatches), 2 bad argument
 CLI::Validator in_range(double lo, double hi, bool integer = true) {
   const auto text = [integer](double v) {
     char buf[32];
-    const auto r = integer ? std::to_chars(buf, buf + sizeof buf, std::uint64_t(v))
+    // 2^64 - 1 as a double rounds up to 2^64, which no uint64_t holds.
+    const std::uint64_t whole =
+        v >= 0x1p64 ? std::numeric_limits<std::uint64_t>::max() : std::uint64_t(v);
+    const auto r = integer ? std::to_chars(buf, buf + sizeof buf, whole)
                            : std::to_chars(buf, buf + sizeof buf, v);
     return std::string(buf, r.ptr);
   };
