@@ -1,8 +1,11 @@
 // apply_environment: DeviceOptions from MROCE_* variables.
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
+#include "core/settings.h"
 #include "mroce/mroce.h"
 
 namespace mroce {
@@ -14,12 +17,12 @@ bool read_number(const char* name, std::uint64_t lo, std::uint64_t hi, std::uint
                  std::string* error) {
   const char* text = std::getenv(name);
   if (!text) return true;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (*text == '\0' || *text == '-' || *end != '\0' || errno != 0 || v < lo || v > hi) {
-    *error = std::string(name) + "='" + text + "': expected a number in " + std::to_string(lo) +
-             ".." + std::to_string(hi);
+  // from_chars takes no sign, space or base prefix: "-1" and " 1" are refused, not wrapped.
+  const char* end = text + std::strlen(text);
+  std::uint64_t v = 0;
+  const auto r = std::from_chars(text, end, v);
+  if (r.ec != std::errc{} || r.ptr != end || v < lo || v > hi) {
+    *error = out_of_range(name, text, std::to_string(lo), std::to_string(hi));
     return false;
   }
   *out = v;
@@ -40,6 +43,14 @@ bool read_flag(const char* name, bool* field, std::string* error) {
   if (!read_number(name, 0, 1, &v, error)) return false;
   *field = v != 0;
   return true;
+}
+
+// The range of the engine setting an option feeds, in units of `scale` stored units.
+std::uint64_t lowest(std::string_view setting, double scale = 1) {
+  return static_cast<std::uint64_t>(find_setting(setting)->min / scale);
+}
+std::uint64_t highest(std::string_view setting, double scale = 1) {
+  return static_cast<std::uint64_t>(find_setting(setting)->max / scale);
 }
 
 }  // namespace
@@ -87,10 +98,11 @@ bool apply_environment(DeviceOptions* options, std::string* error) {
       read_field("MROCE_PORT", 0, 65535, &o.port, error) &&
       read_field("MROCE_SRC_PORT_BASE", 0, 65535, &o.src_port_base, error) &&
       read_field("MROCE_SRC_PORTS", 1, 4096, &o.src_port_count, error) &&
-      read_field("MROCE_PATHS", 1, 256, &o.paths, error) &&
-      read_field("MROCE_MTU", 256, 16384, &o.mtu, error) &&
-      read_number("MROCE_RATE_MBIT", 1, 10'000'000, &rate_mbit, error) &&
-      read_number("MROCE_RX_RATE_MBIT", 1, 10'000'000, &rx_mbit, error) &&
+      read_field("MROCE_PATHS", lowest("paths"), highest("paths"), &o.paths, error) &&
+      read_field("MROCE_MTU", lowest("mss"), highest("mss"), &o.mtu, error) &&
+      read_number("MROCE_RATE_MBIT", lowest("line_rate", 1e6), highest("line_rate", 1e6),
+                  &rate_mbit, error) &&
+      read_number("MROCE_RX_RATE_MBIT", 1, highest("rx_capacity", 1e6), &rx_mbit, error) &&
       read_flag("MROCE_GSO", &o.gso, error) && read_flag("MROCE_GRO", &o.gro, error) &&
       read_field("MROCE_SEED", 0, std::numeric_limits<std::uint64_t>::max(), &o.seed, error);
   if (!ok) return false;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/settings.h"
 #include "net/sockaddr.h"
 #include "wire/packet.h"
 
@@ -11,9 +12,14 @@ namespace mroce::net {
 
 namespace {
 
-constexpr std::uint16_t kMinMtu = 256;
-constexpr std::uint16_t kMaxMtu = 16384;
+// The stack opens one socket per source port: fewer than the engine could use.
 constexpr std::uint16_t kMaxSourcePorts = 4096;
+
+// Checks an option against the engine setting it feeds (core/settings.h).
+bool check(const char* key, std::string_view setting, std::uint64_t value, std::string* error) {
+  const Setting* s = find_setting(setting);
+  return check_setting(*s, static_cast<double>(value), key, std::to_string(value), error);
+}
 
 }  // namespace
 
@@ -42,19 +48,14 @@ bool resolve_options(const DeviceOptions& o, ResolvedOptions* out, std::string* 
     }
     r.planes.push_back(a);
   }
-  if (o.paths == 0 || o.paths > 256) {
-    *error = "paths must be 1..256, got " + std::to_string(o.paths);
-    return false;
-  }
-  if (o.mtu < kMinMtu || o.mtu > kMaxMtu || o.mtu % 4 != 0) {
-    *error = "mtu (payload bytes per packet) must be a multiple of 4 in " +
-             std::to_string(kMinMtu) + ".." + std::to_string(kMaxMtu) + ", got " +
-             std::to_string(o.mtu);
+  if (!check("paths", "paths", o.paths, error) || !check("mtu", "mss", o.mtu, error)) return false;
+  if (o.mtu % 4 != 0) {
+    *error = "mtu=" + std::to_string(o.mtu) + ": must be a multiple of 4";
     return false;
   }
   if (o.src_port_count == 0 || o.src_port_count > kMaxSourcePorts) {
-    *error = "src_port_count must be 1.." + std::to_string(kMaxSourcePorts) + ", got " +
-             std::to_string(o.src_port_count);
+    *error = out_of_range("src_port_count", std::to_string(o.src_port_count), "1",
+                          std::to_string(kMaxSourcePorts));
     return false;
   }
   if (o.src_port_base != 0 && std::uint32_t(o.src_port_base) + o.src_port_count > 65536) {
@@ -62,8 +63,8 @@ bool resolve_options(const DeviceOptions& o, ResolvedOptions* out, std::string* 
              std::to_string(o.src_port_count) + " run past 65535";
     return false;
   }
-  if (o.line_rate_bps < 1'000'000) {
-    *error = "line_rate_bps must be at least 1 Mbit/s";
+  if (!check("line_rate_bps", "line_rate", o.line_rate_bps, error) ||
+      !check("rx_capacity_bps", "rx_capacity", o.rx_capacity_bps, error)) {
     return false;
   }
   if (o.progress != Progress::kThread && o.progress != Progress::kBusyPoll &&

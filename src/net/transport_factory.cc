@@ -1,63 +1,16 @@
 #include "net/transport_factory.h"
 
 #include <cstdlib>
-#include <sstream>
 #include <stdexcept>
 
 #include "core/engine.h"
+#include "core/settings.h"
 
 #ifdef MROCE_HAVE_BASELINE
 #include "baseline/roce_engine.h"
 #endif
 
 namespace mroce::net {
-
-namespace {
-
-// MROCE_ENGINE="key=value,...": expert overrides of engine settings, for experiments.
-bool apply_engine_overrides(EngineConfig* c, std::string* error) {
-  const char* text = std::getenv("MROCE_ENGINE");
-  if (!text) return true;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    const auto eq = item.find('=');
-    char* end = nullptr;
-    const unsigned long long v =
-        eq == std::string::npos ? 0 : std::strtoull(item.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || !end || *end != '\0' || end == item.c_str() + eq + 1) {
-      *error = "MROCE_ENGINE: '" + item + "' is not key=number";
-      return false;
-    }
-    const std::string key = item.substr(0, eq);
-    if (key == "min_rto_us")
-      c->min_rto = v * kMicrosecond;
-    else if (key == "max_rto_us")
-      c->max_rto = v * kMicrosecond;
-    else if (key == "initial_rtt_us")
-      c->initial_rtt = v * kMicrosecond;
-    else if (key == "ack_every")
-      c->ack_every = std::uint32_t(v);
-    else if (key == "ack_delay_us")
-      c->ack_delay = v * kMicrosecond;
-    else if (key == "fail_after_timeouts")
-      c->fail_after_timeouts = std::uint32_t(v);
-    else if (key == "probe_interval_us")
-      c->probe_interval = v * kMicrosecond;
-    else if (key == "initial_window_kb")
-      c->initial_window_bytes = std::uint32_t(v * 1024);
-    else if (key == "path_window_packets")
-      c->path_window_packets = std::uint32_t(v);
-    else if (key == "pacing_burst_kb")
-      c->pacing_burst_bytes = std::uint32_t(v * 1024);
-    else {
-      *error = "MROCE_ENGINE: unknown key '" + key + "'";
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 EngineConfig engine_config(const DeviceOptions& options, const TransportSetup& setup) {
   EngineConfig c;
@@ -83,7 +36,9 @@ std::unique_ptr<Transport> make_transport(const DeviceOptions& options, const Tr
                                           std::string* error) {
   if (options.transport == TransportKind::kMetaRoce) {
     EngineConfig c = engine_config(options, setup);
-    if (!apply_engine_overrides(&c, error)) return nullptr;
+    // MROCE_ENGINE="key=value,...": expert overrides of engine settings, for experiments.
+    const char* overrides = std::getenv("MROCE_ENGINE");
+    if (overrides && !apply_engine_overrides(overrides, &c, error, kDeviceSettings)) return nullptr;
     return std::make_unique<Engine>(c);
   }
 #ifdef MROCE_HAVE_BASELINE

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/config.h"
 #include "core/transport.h"
@@ -18,6 +19,11 @@ struct TransportSetup {
   std::uint16_t pool_count = 0;
   std::uint64_t seed = 1;
 };
+
+// Engine settings a device derives from its DeviceOptions (and its sockets): MROCE_ENGINE
+// may not set them, the options do.
+inline constexpr std::string_view kDeviceSettings[] = {
+    "src_port_base", "src_port_count", "paths", "mss", "line_rate", "rx_capacity"};
 
 EngineConfig engine_config(const DeviceOptions& options, const TransportSetup& setup);
 

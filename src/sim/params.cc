@@ -1,5 +1,6 @@
 #include "sim/params.h"
 
+#include <charconv>
 #include <cmath>
 
 #include "sim/errors.h"
@@ -7,16 +8,15 @@
 
 namespace mroce::sim {
 
-namespace {
-
-std::string describe(const Params::Value& v) {
+std::string Params::describe(const Value& v) {
   if (auto b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (auto i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
-  if (auto d = std::get_if<double>(&v)) return std::to_string(*d);
+  if (auto d = std::get_if<double>(&v)) {
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, *d).ptr);
+  }
   return "\"" + std::get<std::string>(v) + "\"";
 }
-
-}  // namespace
 
 const Params::Value* Params::find(const std::string& key) {
   auto it = values_.find(key);
@@ -43,9 +43,11 @@ std::uint64_t Params::get_uint(const std::string& key, std::uint64_t def, std::u
   const Value* v = find(key);
   if (!v) return def;
   auto i = std::get_if<std::int64_t>(v);
-  if (!i) fail(key, "expected an integer");
-  if (*i < 0 || static_cast<std::uint64_t>(*i) < min || static_cast<std::uint64_t>(*i) > max) {
-    fail(key, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  if (!i || *i < 0 || static_cast<std::uint64_t>(*i) < min ||
+      static_cast<std::uint64_t>(*i) > max) {
+    // The line every setting out of range gets (core/settings.h).
+    throw ConfigError(
+        out_of_range(name(key), describe(*v), std::to_string(min), std::to_string(max)));
   }
   return static_cast<std::uint64_t>(*i);
 }
@@ -53,16 +55,11 @@ std::uint64_t Params::get_uint(const std::string& key, std::uint64_t def, std::u
 double Params::get_double(const std::string& key, double def, double min, double max) {
   const Value* v = find(key);
   if (!v) return def;
-  double d;
-  if (auto i = std::get_if<std::int64_t>(v)) {
-    d = static_cast<double>(*i);
-  } else if (auto f = std::get_if<double>(v)) {
-    d = *f;
-  } else {
-    fail(key, "expected a number");
-  }
+  double d = NAN;  // not a number: refused below
+  if (auto i = std::get_if<std::int64_t>(v)) d = static_cast<double>(*i);
+  if (auto f = std::get_if<double>(v)) d = *f;
   if (!std::isfinite(d) || d < min || d > max) {
-    fail(key, "expected a number from " + std::to_string(min) + " to " + std::to_string(max));
+    throw ConfigError(out_of_range(name(key), describe(*v), describe(min), describe(max)));
   }
   return d;
 }
@@ -123,6 +120,48 @@ std::uint64_t Params::get_rate(const std::string& key, std::uint64_t def) {
     if (auto r = parse_rate(*s); r && *r > 0) return *r;
   }
   fail(key, "expected a rate such as 100 (Gbit/s) or \"400Gbps\"");
+}
+
+double Params::get_setting(const SettingInfo& s, double def, bool zero_means_default) {
+  const std::string key(s.name);
+  const Value* v = find(key);
+  if (!v) return def;
+  const auto* i = std::get_if<std::int64_t>(v);
+  const auto* d = std::get_if<double>(v);
+  const auto* text = std::get_if<std::string>(v);
+  double value = NAN;  // NaN: not a quantity of this unit, refused below
+  switch (s.unit) {
+    case SettingUnit::kCount:
+      if (i) value = static_cast<double>(*i);
+      break;
+    case SettingUnit::kRatio:
+      if (i) value = static_cast<double>(*i);
+      if (d) value = *d;
+      break;
+    case SettingUnit::kBytes:
+      if (i) value = static_cast<double>(*i);
+      if (text) {
+        if (auto b = parse_bytes(*text)) value = static_cast<double>(*b);
+      }
+      break;
+    case SettingUnit::kTime:
+      if (i) value = static_cast<double>(*i);
+      if (text) {
+        if (auto t = parse_time(*text)) value = static_cast<double>(to_ns(*t));
+      }
+      break;
+    case SettingUnit::kRate:
+      if (i) value = static_cast<double>(*i) * 1e9;
+      if (d && std::isfinite(*d)) value = std::round(*d * 1e9);
+      if (text) {
+        if (auto r = parse_rate(*text)) value = static_cast<double>(*r);
+      }
+      break;
+  }
+  if (zero_means_default && value == 0) return 0;
+  std::string error;
+  if (!check_setting(s, value, name(key), describe(*v), &error)) throw ConfigError(error);
+  return value;
 }
 
 void Params::reject_unused() const {

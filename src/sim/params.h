@@ -10,6 +10,7 @@
 #include <string>
 #include <variant>
 
+#include "core/settings.h"
 #include "core/types.h"
 #include "sim/time.h"
 
@@ -40,6 +41,15 @@ class Params {
   SimTime get_time(const std::string& key, SimTime def);  // integer: nanoseconds
   Time get_ns(const std::string& key, Time def) { return to_ns(get_time(key, from_ns(def))); }
   std::uint64_t get_rate(const std::string& key, std::uint64_t def);  // number: Gbit/s
+
+  // An engine setting (core/settings.h) in its stored unit: a count, a size, a time (an
+  // integer is ns), a rate (a number is Gbit/s) or a fraction, in the setting's range.
+  // `zero_means_default`: 0 is also taken (the caller derives the value). Anything else
+  // throws the line core's out_of_range() writes.
+  double get_setting(const SettingInfo& s, double def, bool zero_means_default = false);
+
+  // A value as messages show it: true, 42, 1.5, "text".
+  static std::string describe(const Value& v);
 
   // Throws ConfigError naming the first key no getter asked for.
   void reject_unused() const;

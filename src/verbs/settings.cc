@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string_view>
 
+#include "core/settings.h"
+
 namespace mroce::verbs {
 namespace {
 
@@ -33,6 +35,13 @@ bool parse_uint(std::string_view text, std::uint64_t max, std::uint64_t* out) {
 // Fails with a message naming the variable and what it expects.
 bool bad(std::string* error, const char* name, const char* value, const char* expected) {
   *error = std::string(name) + "='" + value + "': expected " + expected;
+  return false;
+}
+
+// Fails with the line every setting out of range gets (core/settings.h).
+bool out_of(std::string* error, const char* name, const char* value, std::uint64_t lo,
+            std::uint64_t hi) {
+  *error = out_of_range(name, value, std::to_string(lo), std::to_string(hi));
   return false;
 }
 
@@ -65,9 +74,8 @@ bool parse_verbs_settings(const EnvLookup& env, Settings* out, std::string* erro
   if (devices && *devices && !parse_devices(devices, &s, error)) return false;
   if (addrs && *addrs) s.devices = {s.device.addresses};  // validated by apply_environment
   if (const char* v = env("MROCE_PORT"); v && *v) {
-    if (!parse_uint(v, 65535, &n) || n == 0) {
-      return bad(error, "MROCE_PORT", v, "a UDP port (the Verbs layer needs a fixed base)");
-    }
+    // The Verbs layer needs a fixed base port: 0 (any free port) is refused.
+    if (!parse_uint(v, 65535, &n) || n == 0) return out_of(error, "MROCE_PORT", v, 1, 65535);
     s.base_port = static_cast<std::uint16_t>(n);
   }
   if (s.device.progress == Progress::kManual) {
@@ -80,11 +88,11 @@ bool parse_verbs_settings(const EnvLookup& env, Settings* out, std::string* erro
     s.peer = a;
   }
   if (const char* v = env("MROCE_MAX_INLINE"); v && *v) {
-    if (!parse_uint(v, 4096, &n)) return bad(error, "MROCE_MAX_INLINE", v, "0 to 4096 bytes");
+    if (!parse_uint(v, 4096, &n)) return out_of(error, "MROCE_MAX_INLINE", v, 0, 4096);
     s.max_inline = static_cast<std::uint32_t>(n);
   }
   if (const char* v = env("MROCE_POLL_YIELD"); v && *v) {
-    if (!parse_uint(v, 1, &n)) return bad(error, "MROCE_POLL_YIELD", v, "0 or 1");
+    if (!parse_uint(v, 1, &n)) return out_of(error, "MROCE_POLL_YIELD", v, 0, 1);
     s.poll_yield = n != 0;
   }
   if (const char* v = env("MROCE_DEBUG"); v && *v) s.debug = std::string_view(v) != "0";

@@ -93,6 +93,44 @@ TEST(Arguments, EnvironmentOverridesAndRejects) {
   unsetenv("MROCE_ENGINE");
 }
 
+TEST(Arguments, EngineOverridesOutOfRangeAreRefused) {
+  // Each of these was taken: a window of 0 hung transfers, a maximum timeout of 0 caused
+  // a retransmission storm, -1 wrapped to 2^64-1.
+  for (const char* text : {"initial_window_kb=0", "max_rto_us=0", "min_rto_us=-1",
+                           "path_window_packets=100000", "ack_every=nan", "min_rto_us=1e9"}) {
+    setenv("MROCE_ENGINE", text, 1);
+    expect_refused(loopback_options(), std::string("MROCE_ENGINE: ") + text + ": must be ");
+  }
+  setenv("MROCE_ENGINE", "max_rto_us=5000", 1);  // below the stack's 20 ms min_rto
+  expect_refused(loopback_options(), "min_rto (20ms) is above max_rto (5ms)");
+  setenv("MROCE_ENGINE", "paths=4", 1);  // the device's options set it
+  expect_refused(loopback_options(), "MROCE_ENGINE: 'paths' is set by the device's options");
+  setenv("MROCE_ENGINE", "initial_window_kb=64,max_rto_us=200000", 1);
+  std::string error;
+  EXPECT_NE(Device::open(loopback_options(), &error), nullptr) << error;
+  unsetenv("MROCE_ENGINE");
+}
+
+TEST(Arguments, EnvironmentNumbersOutOfRangeAreRefusedAlike) {
+  for (const char* name : {"MROCE_PATHS", "MROCE_MTU", "MROCE_PORT", "MROCE_SRC_PORTS",
+                           "MROCE_RATE_MBIT", "MROCE_RX_RATE_MBIT", "MROCE_GSO", "MROCE_SEED"}) {
+    for (const char* value : {"-1", " 1", "nan", "99999999999999999999999", "oops", "", "0x10"}) {
+      setenv(name, value, 1);
+      DeviceOptions o;
+      std::string error;
+      EXPECT_FALSE(apply_environment(&o, &error)) << name << "='" << value << "'";
+      EXPECT_EQ(error.rfind(std::string(name) + "=" + value + ": must be ", 0), 0u) << error;
+      unsetenv(name);
+    }
+  }
+  setenv("MROCE_PATHS", "0", 1);
+  DeviceOptions o;
+  std::string error;
+  EXPECT_FALSE(apply_environment(&o, &error));
+  EXPECT_EQ(error, "MROCE_PATHS=0: must be 1..256");
+  unsetenv("MROCE_PATHS");
+}
+
 TEST(Arguments, MisusedObjectsSayWhyAndNothingBreaks) {
   Side a = make_side(loopback_options());
   Side b = make_side(loopback_options());

@@ -4,6 +4,7 @@
 source "$(dirname "$0")/lib.sh"
 # BLASTER (bench/net's mroce-udp-blaster) is set when benchmarks are built.
 [[ -z ${BLASTER:-} || -x $BLASTER ]] || fail "BLASTER ($BLASTER) is not built: build target mroce-udp-blaster"
+[[ -n ${DEMO:-} && -x $DEMO ]] || fail "DEMO (${DEMO:-}) is not built: build target mroce-demo"
 
 # refused WORD TOOL ARGS...: the tool exits 2 with exactly one line containing WORD.
 refused() {
@@ -30,10 +31,24 @@ refused "1024 MiB" "$PERF" client 127.0.0.1 --size 67108864 --depth 128
 refused "--bogus" "$PERF" client 127.0.0.1 --bogus
 refused "--port" "$PERF" server --port 70000
 refused "--duration" "$PERF" client 127.0.0.1 --duration -1
+# Numbers are checked as written, with the line every setting out of range gets.
+refused "--duration=nan: must be 0.01..86400" "$PERF" client 127.0.0.1 -D nan
+refused "--interval=inf: must be" "$PERF" client 127.0.0.1 --interval inf
+refused "--paths=0: must be 1..256" "$PERF" client 127.0.0.1 --paths 0
+refused "--paths=-1: must be 1..256" "$PERF" client 127.0.0.1 --paths -1
+refused "--mtu=70000: must be 256..16384" "$PERF" client 127.0.0.1 --mtu 70000
+refused "--iters=oops: must be" "$PERF" client 127.0.0.1 --iters oops
+refused "--rate=99999999999999999999: must be" "$PERF" server --rate 99999999999999999999
+refused "--src-ports=0: must be 1..4096" "$PERF" server --src-ports 0
 if [[ -n ${BLASTER:-} ]]; then
   refused "--gso" "$BLASTER" bw --gso 0
   refused "IPv4" "$BLASTER" lat --addr not-an-ip
 fi
+# mroce-demo too (CLI11's own codes were 105 and 109).
+refused "--paths" "$DEMO" --paths 0
+refused "--bogus" "$DEMO" --bogus
+refused "--loss" "$DEMO" --loss nan
+refused "--gbps" "$DEMO" --gbps oops
 ok "bad arguments give one line and exit 2"
 
 "$PERF" --help | grep -q "mroce-perf server" || fail "--help does not describe the roles"

@@ -1,6 +1,13 @@
 // The real engines, as mroce-sim registers them, on a small fabric.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "core/settings.h"
+#ifdef MROCE_SIM_HAVE_BASELINE
+#include "baseline/settings.h"
+#endif
+#include "sim/errors.h"
 #include "sim/simulation.h"
 #include "transports.h"
 
@@ -32,6 +39,64 @@ TEST(BuiltinTransports, EachCompletesASmallPermutation) {
     }
   }
 }
+
+TEST(BuiltinTransports, MetaRoceSettingsOutOfRangeAreRefusedWithOneLine) {
+  const TransportInfo* mroce = builtin("mroce");
+  ASSERT_NE(mroce, nullptr);
+  const std::vector<Params::Value> bad = {std::int64_t{-1}, std::int64_t{1} << 62, double(NAN),
+                                          double(INFINITY), std::string("oops"),   1e300};
+  for (const Setting& s : engine_settings()) {
+    const std::string key(s.name);
+    std::vector<Params::Value> values = bad;
+    // 0 is refused unless it is in range or asks the simulator to derive the value.
+    const bool zero_ok = s.min == 0 || key == "mss" || key == "line_rate" || key == "initial_rtt" ||
+                         key == "connect_retry";
+    if (!zero_ok) values.push_back(std::int64_t{0});
+    for (const Params::Value& v : values) {
+      Params p("transport.mroce");
+      p.set(key, v);
+      try {
+        mroce->configure(p);
+        ADD_FAILURE() << key << " took a bad value";
+      } catch (const ConfigError& e) {
+        const std::string what = e.what();
+        EXPECT_EQ(what.rfind("transport.mroce." + key + "=", 0), 0u) << what;
+        EXPECT_NE(what.find(": must be " + range_text(s)), std::string::npos) << what;
+      }
+    }
+    Params p("transport.mroce");
+    p.set(key, s.unit == SettingUnit::kRatio ? Params::Value{s.max}
+                                             : Params::Value{std::int64_t(s.max)});
+    if (s.unit == SettingUnit::kRate) p.set(key, std::string(format_value(s.unit, s.max)));
+    if (key == "min_rto") p.set("max_rto", std::string("60s"));
+    if (key == "probe_interval") p.set("max_probe_interval", std::string("60s"));
+    EXPECT_NO_THROW(mroce->configure(p)) << key << " refused its maximum";
+  }
+}
+
+#ifdef MROCE_SIM_HAVE_BASELINE
+TEST(BuiltinTransports, RoceSettingsOutOfRangeAreRefusedWithOneLine) {
+  const TransportInfo* roce = builtin("roce");
+  ASSERT_NE(roce, nullptr);
+  for (const baseline::RoceSetting& s : baseline::roce_settings()) {
+    const std::string key(s.name);
+    std::vector<Params::Value> values = {std::int64_t{-1}, std::int64_t{1} << 62, double(NAN),
+                                         std::string("oops")};
+    if (s.min > 0 && key != "mtu" && key != "line_rate") values.push_back(std::int64_t{0});
+    for (const Params::Value& v : values) {
+      Params p("transport.roce");
+      p.set(key, v);
+      try {
+        roce->configure(p);
+        ADD_FAILURE() << key << " took a bad value";
+      } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()), "transport.roce." + key + "=" + Params::describe(v) +
+                                             ": must be " + range_text(s));
+      }
+    }
+  }
+}
+#endif
 
 TEST(BuiltinTransports, MetaRoceRetriesALostSetUpWithinTenFabricRoundTrips) {
   // The whole fabric drops everything for the first 20 us, so every set-up pair is

@@ -113,6 +113,21 @@ TEST(Settings, BadValuesNameTheVariable) {
   }
 }
 
+TEST(Settings, NumbersOutOfRangeGetTheOneLineEverySettingGets) {
+  const std::pair<const char*, const char*> ranges[] = {
+      {"MROCE_PORT", "1..65535"}, {"MROCE_MAX_INLINE", "0..4096"}, {"MROCE_POLL_YIELD", "0..1"}};
+  for (const auto& [name, range] : ranges) {
+    for (const char* value :
+         {"-1", "nan", "99999999999999999999999", "oops", " 1", "1.5", "70000"}) {
+      Settings s;
+      std::string error;
+      EXPECT_FALSE(parse_verbs_settings(Env(Vars{{name, value}}).lookup(), &s, &error))
+          << name << "=" << value;
+      EXPECT_EQ(error, std::string(name) + "=" + value + ": must be " + range);
+    }
+  }
+}
+
 TEST(Settings, ManualProgressIsRefused) {
   Settings s;
   s.device.progress = Progress::kManual;

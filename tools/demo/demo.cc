@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -219,7 +221,19 @@ int main(int argc, char** argv) {
   app.add_option("--cutoff", o.cutoff, "cut a run off after this many times its time at line rate")
       ->check(CLI::Range(1.0, 1000.0));
   app.add_flag("--verbose", verbose, "print every path in every run");
-  CLI11_PARSE(app, argc, argv);
+  // Bad arguments: one line and exit 2, as the other tools (CLI11 exits 105 or 109).
+  try {
+    app.parse(argc, argv);
+    if (!std::isfinite(o.loss) || !std::isfinite(o.gbps)) {
+      throw CLI::ValidationError("--loss and --gbps must be numbers");
+    }
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "mroce-demo: %s (see --help)\n", what.c_str());
+    return 2;
+  }
 
   const int dead = roce_spine(o);
   fmt::print(

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "messages.h"
 #include "pattern.h"
 #include "perf.h"
 #include "runs.h"
@@ -14,6 +15,11 @@ namespace {
 int fail(const std::string& line) {
   std::fprintf(stderr, "mroce-perf: %s\n", line.c_str());
   return 1;
+}
+
+// A reply that parse_*() refused; a refusal the server explained is passed on as it is.
+std::string bad_reply(const std::string& why) {
+  return why.starts_with("server: ") ? why : "bad reply from the server: " + why;
 }
 
 nlohmann::json side_report(Device& d) {
@@ -41,20 +47,24 @@ int run_client(const Options& o) {
       fill_pattern(s.slot(q, slot), s.slot_size(), pattern_state(spec.seed, q, slot));
     }
   }
-  if (!ch.send({{"op", "hello"}, {"spec", spec.to_json()}, {"info", s.local_info()}}, &error)) {
+  if (!ch.send({{"op", "hello"}, {"spec", spec.to_json()}, {"info", to_json(s.local_info())}},
+               &error)) {
     return fail(error);
   }
   nlohmann::json reply;
+  PeerInfo server;
   if (!ch.receive(&reply, 30, &error)) return fail(error);
-  if (!reply.value("ok", false))
-    return fail("server: " + reply.value("error", std::string("refused")));
-  if (!s.connect(reply["info"], &error)) return fail(error);
+  if (!parse_welcome(reply, &server, &error)) return fail(bad_reply(error));
+  if (server.qpns.size() != spec.qps) {
+    return fail(bad_reply("info has " + std::to_string(server.qpns.size()) + " queue pairs, not " +
+                          std::to_string(spec.qps)));
+  }
+  if (!s.connect(server, &error)) return fail(error);
   if (spec.latency && !post_latency_receives(s, spec, &error)) return fail(error);
   const auto pump = [&s] { s.pump(); };
   if (!ch.send({{"op", "connected"}}, &error)) return fail(error);
   if (!ch.receive(&reply, 30, &error, pump)) return fail(error);
-  if (reply.value("op", "") != "ready")
-    return fail("server: " + reply.value("error", std::string("not ready")));
+  if (!parse_ready(reply, &error)) return fail(bad_reply(error));
 
   print_header(o, o.host);
   nlohmann::json results = nlohmann::json::array();
@@ -82,7 +92,8 @@ int run_client(const Options& o) {
           !ch.receive(&reply, 60, &error, pump)) {
         return fail(error);
       }
-      const std::uint64_t bad = reply.value("mismatches", std::uint64_t{1});
+      std::uint64_t bad = 0;
+      if (!parse_check_reply(reply, &bad, &error)) return fail(bad_reply(error));
       row["check_mismatches"] = bad;
       if (bad) {
         std::fprintf(stderr, "mroce-perf: --check: %llu messages of %u bytes arrived wrong\n",
@@ -97,11 +108,13 @@ int run_client(const Options& o) {
   const nlohmann::json mine = side_report(s.device());
   if (!ch.send({{"op", "done"}}, &error) || !ch.receive(&reply, 30, &error, pump))
     return fail(error);
-  const nlohmann::json theirs = reply.value("report", nlohmann::json::object());
+  nlohmann::json theirs;
+  std::uint64_t server_mismatches = 0;
+  if (!parse_done_reply(reply, &theirs, &server_mismatches, &error)) return fail(bad_reply(error));
   print_counters(mine, theirs);
-  if (reply.value("mismatches", std::uint64_t{0}) > 0) {
+  if (server_mismatches > 0) {
     std::fprintf(stderr, "mroce-perf: --check: the server saw %llu wrong messages\n",
-                 static_cast<unsigned long long>(reply["mismatches"].get<std::uint64_t>()));
+                 static_cast<unsigned long long>(server_mismatches));
     ok = false;
   }
   if (!o.json_path.empty()) {

@@ -13,6 +13,17 @@
 namespace mroce::perf {
 
 enum class Test : std::uint8_t { kWrite, kSend, kRead };
+
+// Limits of a test, the same whether the command line or the side channel says it.
+inline constexpr std::uint64_t kMaxBuffer = 1ull << 30;     // bytes each side registers
+inline constexpr std::uint32_t kMaxSweepExponent = 23;      // -a: 2 B .. 8 MiB, as perftest
+inline constexpr std::uint32_t kMaxMessageSize = 1u << 26;  // --size
+inline constexpr std::uint64_t kMaxReadLatencySize = 1u << 24;
+inline constexpr std::uint64_t kMaxIterations = 1ull << 40;
+inline constexpr std::uint32_t kMaxDepth = 8192;  // requests outstanding per queue pair
+inline constexpr std::uint32_t kMaxQps = 64;
+inline constexpr double kMinDuration = 0.01;  // seconds per size, when not 0
+inline constexpr double kMaxDuration = 86400;
 const char* to_string(Test t);
 
 // What both ends must agree on; the client decides and tells the server.
@@ -42,8 +53,7 @@ struct TestSpec {
   // Bytes each side registers: one slot of max_size() per outstanding request.
   std::uint64_t buffer_bytes() const;
 
-  nlohmann::json to_json() const;
-  static bool from_json(const nlohmann::json& j, TestSpec* out, std::string* error);
+  nlohmann::json to_json() const;  // parse_spec (messages.h) reads it back
 };
 
 struct Options {

@@ -11,24 +11,38 @@ namespace {
 const char* kRule =
     "---------------------------------------------------------------------------------------";
 
-std::uint64_t get(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<std::uint64_t>() : 0;
+// The peer's report is whatever it sent (an object, parse_done_reply checked no more):
+// a field that is missing or of another type reads as null, and a count as 0.
+const nlohmann::json& member(const nlohmann::json& j, const std::string& key) {
+  static const nlohmann::json kNull;
+  if (!j.is_object()) return kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::uint64_t get(const nlohmann::json& j, const std::string& key) {
+  const nlohmann::json& v = member(j, key);
+  return v.is_number_unsigned() ? v.get<std::uint64_t>() : 0;
 }
 
 // Sums a field over every path of every connection in a side's report.
 std::uint64_t path_sum(const nlohmann::json& side, const char* key) {
   std::uint64_t n = 0;
-  if (!side.contains("connections")) return 0;
-  for (const auto& c : side["connections"]) {
-    for (const auto& p : c["path_stats"]) n += get(p, key);
+  const nlohmann::json& conns = member(side, "connections");
+  if (!conns.is_array()) return 0;
+  for (const auto& c : conns) {
+    const nlohmann::json& paths = member(c, "path_stats");
+    if (!paths.is_array()) continue;
+    for (const auto& p : paths) n += get(p, key);
   }
   return n;
 }
 
 std::uint64_t conn_sum(const nlohmann::json& side, const char* key) {
   std::uint64_t n = 0;
-  if (!side.contains("connections")) return 0;
-  for (const auto& c : side["connections"]) n += get(c, key);
+  const nlohmann::json& conns = member(side, "connections");
+  if (!conns.is_array()) return 0;
+  for (const auto& c : conns) n += get(c, key);
   return n;
 }
 
@@ -115,8 +129,8 @@ void print_counters(const nlohmann::json& client, const nlohmann::json& server) 
                 static_cast<unsigned long long>(s));
   };
   std::printf(" Counters                           client         server\n");
-  const nlohmann::json& cc = client["counters"];
-  const nlohmann::json& sc = server["counters"];
+  const nlohmann::json& cc = member(client, "counters");
+  const nlohmann::json& sc = member(server, "counters");
   line("data packets sent", get(cc, "tx_data_packets"), get(sc, "tx_data_packets"));
   line("retransmits", get(cc, "tx_retransmits"), get(sc, "tx_retransmits"));
   line("re-entropies", conn_sum(client, "reentropies"), conn_sum(server, "reentropies"));
@@ -124,17 +138,18 @@ void print_counters(const nlohmann::json& client, const nlohmann::json& server) 
   line("plane failures", conn_sum(client, "plane_failures"), conn_sum(server, "plane_failures"));
   line("timeouts", path_sum(client, "timeouts"), path_sum(server, "timeouts"));
   line("CE marks received", get(cc, "rx_ce_packets"), get(sc, "rx_ce_packets"));
-  line("  of which local queue", get(client["datapath"], "rx_local_ce"),
-       get(server["datapath"], "rx_local_ce"));
+  line("  of which local queue", get(member(client, "datapath"), "rx_local_ce"),
+       get(member(server, "datapath"), "rx_local_ce"));
   line("CE marks reported by peer", path_sum(client, "ce_packets"), path_sum(server, "ce_packets"));
-  line("kernel send drops", get(client["datapath"], "tx_dropped"),
-       get(server["datapath"], "tx_dropped"));
-  line("socket receive drops", get(client["datapath"], "rx_socket_drops"),
-       get(server["datapath"], "rx_socket_drops"));
+  line("kernel send drops", get(member(client, "datapath"), "tx_dropped"),
+       get(member(server, "datapath"), "tx_dropped"));
+  line("socket receive drops", get(member(client, "datapath"), "rx_socket_drops"),
+       get(member(server, "datapath"), "rx_socket_drops"));
   std::vector<std::string> reasons;
   for (const auto* side : {&cc, &sc}) {
-    if (!side->contains("drops")) continue;
-    for (auto it = (*side)["drops"].begin(); it != (*side)["drops"].end(); ++it) {
+    const nlohmann::json& drops = member(*side, "drops");
+    if (!drops.is_object()) continue;
+    for (auto it = drops.begin(); it != drops.end(); ++it) {
       if (std::find(reasons.begin(), reasons.end(), it.key()) == reasons.end()) {
         reasons.push_back(it.key());
       }
@@ -142,11 +157,7 @@ void print_counters(const nlohmann::json& client, const nlohmann::json& server) 
   }
   for (const std::string& r : reasons) {
     const std::string name = "drops: " + r;
-    const auto value = [&](const nlohmann::json& side) {
-      return side.contains("drops") && side["drops"].contains(r)
-                 ? side["drops"][r].get<std::uint64_t>()
-                 : 0;
-    };
+    const auto value = [&](const nlohmann::json& side) { return get(member(side, "drops"), r); };
     line(name.c_str(), value(cc), value(sc));
   }
   std::printf("%s\n", kRule);

@@ -1,7 +1,9 @@
 // The server: for each client, a device set up as the client asks, then the passive end
 // of the test until the client says it is done.
 #include <cstdio>
+#include <functional>
 
+#include "messages.h"
 #include "pattern.h"
 #include "perf.h"
 #include "runs.h"
@@ -18,21 +20,30 @@ nlohmann::json side_report(Device& d) {
           {"events", events_json(d.take_events())}};
 }
 
+// The next message from the client, checked (messages.h); false with the reason.
+bool receive(SideChannel& ch, const TestSpec* spec, ClientMessage* out, std::string* error,
+             const std::function<void()>& idle = {}) {
+  nlohmann::json msg;
+  if (!ch.receive(&msg, 30, error, idle)) return false;
+  if (parse_client_message(msg, spec, out, error)) return true;
+  *error = "bad message from the client: " + *error;
+  return false;
+}
+
 // One client, start to end. False (with the reason) when the session failed.
 bool serve(SideChannel& ch, const Options& o, std::string* error) {
-  nlohmann::json msg;
-  if (!ch.receive(&msg, 30, error)) return false;
-  TestSpec spec;
-  if (msg.value("op", "") != "hello" || !TestSpec::from_json(msg["spec"], &spec, error)) {
-    if (error->empty()) *error = "the client did not introduce itself";
-    ch.send({{"ok", false}, {"error", *error}}, error);
+  ClientMessage hello;
+  if (!receive(ch, nullptr, &hello, error)) {
+    std::string ignored;
+    ch.send({{"ok", false}, {"error", *error}}, &ignored);
     return false;
   }
+  const TestSpec& spec = hello.spec;
   DeviceOptions device = o.device;
   // Without --addr, the device lives on the address the client reached us at.
   if (device.addresses.empty()) device.addresses = {ch.local_address()};
   device.transport = spec.transport;
-  device.mtu = static_cast<std::uint16_t>(spec.mtu);
+  device.mtu = static_cast<std::uint16_t>(spec.mtu);  // in range: parse_spec checked it
   device.paths = spec.paths;
   // SEND: twice the client's depth of receives, so one is always posted in time.
   const std::uint32_t slots = spec.latency               ? 2
@@ -50,10 +61,15 @@ bool serve(SideChannel& ch, const Options& o, std::string* error) {
       fill_pattern(s.slot(q, slot), s.slot_size(), pattern_state(spec.seed ^ 1, q, slot));
     }
   }
-  if (!ch.send({{"ok", true}, {"info", s.local_info()}}, error)) return false;
-  if (!s.connect(msg["info"], error)) return false;
+  if (!ch.send({{"ok", true}, {"info", to_json(s.local_info())}}, error)) return false;
+  if (!s.connect(hello.info, error)) return false;
   const auto pump = [&s] { s.pump(); };
-  if (!ch.receive(&msg, 30, error, pump) || msg.value("op", "") != "connected") return false;
+  ClientMessage msg;
+  if (!receive(ch, &spec, &msg, error, pump)) return false;
+  if (msg.op != ClientOp::kConnected) {
+    *error = "bad message from the client: expected connected";
+    return false;
+  }
 
   Responder responder(s, spec);
   if (spec.latency ? !post_latency_receives(s, spec, error) : !responder.post_initial(error)) {
@@ -72,23 +88,17 @@ bool serve(SideChannel& ch, const Options& o, std::string* error) {
   for (std::uint64_t spin = 0;; ++spin) {
     if (!responder.step(ch.fd(), error)) return false;
     if ((spinning && spin % 256 != 0) || !ch.readable()) continue;
-    if (!ch.receive(&msg, 30, error, pump)) return false;
-    const std::string op = msg.value("op", "");
-    if (op == "check") {
-      const std::uint32_t size = msg.value("size", 0u);
-      std::uint64_t bad = 0;
-      if (spec.test == Test::kWrite) {
-        bad = responder.check_writes(size, msg["first"].get<std::vector<std::uint64_t>>(),
-                                     msg["counts"].get<std::vector<std::uint64_t>>());
-      } else {
-        bad = responder.mismatches();
-      }
+    if (!receive(ch, &spec, &msg, error, pump)) return false;
+    if (msg.op == ClientOp::kCheck) {
+      const std::uint64_t bad = spec.test == Test::kWrite
+                                    ? responder.check_writes(msg.size, msg.first, msg.counts)
+                                    : responder.mismatches();
       if (!ch.send({{"mismatches", bad}}, error)) return false;
-    } else if (op == "done") {
+    } else if (msg.op == ClientOp::kDone) {
       const nlohmann::json report = side_report(s.device());
       return ch.send({{"report", report}, {"mismatches", responder.mismatches()}}, error);
     } else {
-      *error = "unexpected message '" + op + "' from the client";
+      *error = "bad message from the client: expected check or done";
       return false;
     }
   }

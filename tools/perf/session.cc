@@ -57,45 +57,39 @@ bool Session::open(const DeviceOptions& device, const TestSpec& spec, std::uint3
   return true;
 }
 
-nlohmann::json Session::local_info() const {
+PeerInfo Session::local_info() const {
   const Endpoint ep = device_->endpoint();
-  nlohmann::json qpns = nlohmann::json::array();
-  for (const auto& q : qps_) qpns.push_back(q->qp_num());
-  return {{"addr", ep.addr.to_string()},
-          {"port", ep.port},
-          {"qpns", qpns},
-          {"buffer", reinterpret_cast<std::uint64_t>(buffer_)},
-          {"rkey", mr_->rkey()},
-          {"slots", slots_}};
+  PeerInfo p;
+  p.addr = ep.addr.to_string();
+  p.port = ep.port;
+  for (const auto& q : qps_) p.qpns.push_back(q->qp_num());
+  p.buffer = reinterpret_cast<std::uint64_t>(buffer_);
+  p.rkey = mr_->rkey();
+  p.slots = slots_;
+  return p;
 }
 
-bool Session::connect(const nlohmann::json& peer, std::string* error) {
-  try {
-    Endpoint ep;
-    if (!parse_address(peer.at("addr").get<std::string>(), &ep.addr)) {
-      *error = "peer sent a bad address";
-      return false;
-    }
-    ep.port = peer.at("port");
-    const auto qpns = peer.at("qpns").get<std::vector<StreamId>>();
-    if (qpns.size() != qps_.size()) {
-      *error = "peer has " + std::to_string(qpns.size()) + " queue pairs, we have " +
-               std::to_string(qps_.size());
-      return false;
-    }
-    remote_base_ = peer.at("buffer");
-    remote_rkey_ = peer.at("rkey");
-    remote_slots_ = peer.at("slots");
-    for (std::size_t i = 0; i < qps_.size(); ++i) {
-      const Errc rc = qps_[i]->connect(ep, qpns[i]);
-      if (rc != Errc::kOk) {
-        *error = std::string("connect: ") + to_string(rc);
-        return false;
-      }
-    }
-  } catch (const std::exception& e) {
-    *error = std::string("bad peer description: ") + e.what();
+bool Session::connect(const PeerInfo& peer, std::string* error) {
+  Endpoint ep;
+  if (!parse_address(peer.addr, &ep.addr)) {
+    *error = "peer sent a bad address";
     return false;
+  }
+  ep.port = peer.port;
+  if (peer.qpns.size() != qps_.size()) {
+    *error = "peer has " + std::to_string(peer.qpns.size()) + " queue pairs, we have " +
+             std::to_string(qps_.size());
+    return false;
+  }
+  remote_base_ = peer.buffer;
+  remote_rkey_ = peer.rkey;
+  remote_slots_ = peer.slots;
+  for (std::size_t i = 0; i < qps_.size(); ++i) {
+    const Errc rc = qps_[i]->connect(ep, peer.qpns[i]);
+    if (rc != Errc::kOk) {
+      *error = std::string("connect: ") + to_string(rc);
+      return false;
+    }
   }
   const auto end =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(kConnectTimeout);

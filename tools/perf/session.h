@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "messages.h"
 #include "mroce/mroce.h"
 #include "options.h"
 
@@ -21,9 +22,10 @@ class Session {
   bool open(const DeviceOptions& device, const TestSpec& spec, std::uint32_t slots,
             std::uint32_t rq_depth, std::string* error);
   // What the peer needs: endpoint, queue pair numbers, buffer address and key.
-  nlohmann::json local_info() const;
-  // Binds our queue pairs to the peer's, then waits until they are ready.
-  bool connect(const nlohmann::json& peer, std::string* error);
+  PeerInfo local_info() const;
+  // Binds our queue pairs to the peer's (checked by parse_peer_info), then waits until
+  // they are ready.
+  bool connect(const PeerInfo& peer, std::string* error);
 
   // Completions, or an error line for the first one that failed.
   int poll(Completion* out, int max, std::string* error);

@@ -1,5 +1,7 @@
 #include "side_channel.h"
 
+#include "messages.h"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -161,12 +163,16 @@ bool SideChannel::receive(nlohmann::json* message, double timeout, std::string* 
     if (nl != std::string::npos) {
       const std::string line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
-      *message = nlohmann::json::parse(line, nullptr, false);
-      if (message->is_discarded()) {
-        *error = "side channel: malformed message";
+      if (!parse_line(line, message, error)) {
+        *error = "side channel: the peer sent " + *error;
         return false;
       }
       return true;
+    }
+    if (buffer_.size() > kMaxLine) {
+      *error = "side channel: the peer sent " + std::string("a line longer than ") +
+               std::to_string(kMaxLine >> 20) + " MiB";
+      return false;
     }
     int wait_ms = idle ? 1 : -1;
     if (timeout >= 0) {

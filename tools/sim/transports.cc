@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/config.h"
+#include "core/settings.h"
+#include "sim/errors.h"
 
 // Each engine registers itself when its header is part of the tree.
 #if __has_include("core/engine.h")
@@ -11,6 +13,7 @@
 #endif
 #if __has_include("baseline/roce_engine.h") && defined(MROCE_SIM_HAVE_BASELINE)
 #include "baseline/roce_engine.h"
+#include "baseline/settings.h"
 #define MROCE_SIM_ROCE 1
 #endif
 
@@ -18,40 +21,22 @@ namespace mroce::sim {
 
 namespace {
 
-// Reads [transport.mroce] into an EngineConfig; every field of EngineConfig can be set.
+// Settings the simulator derives from the scenario when they are not set, or set to 0
+// (for_host): the mss from its mtu, the line rate from the NIC rate and planes, the
+// initial RTT from the fabric's base RTT, the set-up retry from ten of those.
+bool derived_from_scenario(std::string_view name) {
+  return name == "mss" || name == "line_rate" || name == "initial_rtt" || name == "connect_retry";
+}
+
+// Reads [transport.mroce] into an EngineConfig: every setting of the engine's table.
 [[maybe_unused]] EngineConfig read_engine_config(Params& p) {
   EngineConfig c;
-  c.paths = static_cast<std::uint16_t>(p.get_uint("paths", c.paths, 1, 256));
-  c.mss = static_cast<std::uint16_t>(p.get_uint("mss", 0, 0, 9000));  // 0: scenario mtu
-  c.src_port_base =
-      static_cast<std::uint16_t>(p.get_uint("src_port_base", c.src_port_base, 1, 65535));
-  c.src_port_count =
-      static_cast<std::uint16_t>(p.get_uint("src_port_count", c.src_port_count, 1, 65535));
-  c.path_window_packets =
-      static_cast<std::uint32_t>(p.get_uint("path_window_packets", c.path_window_packets, 1, 256));
-  c.max_inbound_messages = static_cast<std::uint16_t>(
-      p.get_uint("max_inbound_messages", c.max_inbound_messages, 1, 65535));
-  c.max_responses =
-      static_cast<std::uint16_t>(p.get_uint("max_responses", c.max_responses, 1, 65535));
-  c.line_rate_bps = p.get_rate("line_rate", 0);  // 0: NIC rate x planes
-  c.rx_capacity_bps = p.get_rate("rx_capacity", 0);
-  c.initial_window_bytes =
-      static_cast<std::uint32_t>(p.get_bytes("initial_window", c.initial_window_bytes));
-  c.min_path_window_bytes =
-      static_cast<std::uint32_t>(p.get_bytes("min_path_window", c.min_path_window_bytes));
-  c.dctcp_gain = p.get_double("dctcp_gain", c.dctcp_gain, 0, 1);
-  c.active_sender_timeout = p.get_ns("active_sender_timeout", c.active_sender_timeout);
-  c.ack_every = static_cast<std::uint32_t>(p.get_uint("ack_every", c.ack_every, 1, 256));
-  c.ack_delay = p.get_ns("ack_delay", c.ack_delay);
-  c.initial_rtt = p.get_ns("initial_rtt", 0);  // 0: the fabric's base RTT
-  c.min_rto = p.get_ns("min_rto", c.min_rto);
-  c.max_rto = p.get_ns("max_rto", c.max_rto);
-  c.fail_after_timeouts =
-      static_cast<std::uint32_t>(p.get_uint("fail_after_timeouts", c.fail_after_timeouts, 1, 1000));
-  c.probe_interval = p.get_ns("probe_interval", c.probe_interval);
-  c.max_probe_interval = p.get_ns("max_probe_interval", c.max_probe_interval);
-  c.connect_timeout = p.get_ns("connect_timeout", c.connect_timeout);
-  c.connect_retry = p.get_ns("connect_retry", 0);  // 0: ten of the fabric's base RTTs
+  for (const Setting& s : engine_settings()) {
+    const bool derived = derived_from_scenario(s.name);
+    s.set(c, p.get_setting(s, derived ? 0 : s.def, derived));
+  }
+  std::string error;
+  if (!check_engine_config(c, &error)) throw ConfigError(p.prefix() + ": " + error);
   return c;
 }
 
@@ -71,35 +56,16 @@ namespace {
 }
 
 #ifdef MROCE_SIM_ROCE
-// Reads [transport.roce] into a RoceConfig; DCQCN settings are prefixed dcqcn_.
+// Reads [transport.roce] into a RoceConfig: every setting of the baseline's table
+// (DCQCN's prefixed dcqcn_) and `dcqcn` (on or off). The mtu and line rate are derived
+// from the scenario when unset or 0, as for MetaRoCE.
 baseline::RoceConfig read_roce_config(Params& p) {
   baseline::RoceConfig c;
-  c.src_port_base =
-      static_cast<std::uint16_t>(p.get_uint("src_port_base", c.src_port_base, 1, 65535));
-  c.src_port_count =
-      static_cast<std::uint16_t>(p.get_uint("src_port_count", c.src_port_count, 1, 65535));
-  c.mtu = static_cast<std::uint32_t>(p.get_uint("mtu", 0, 0, 9000));  // 0: scenario mtu
-  c.line_rate_bps = p.get_rate("line_rate", 0);                       // 0: NIC rate x planes
-  c.ack_timeout = p.get_ns("ack_timeout", c.ack_timeout);
-  c.retry_cnt = static_cast<std::uint8_t>(p.get_uint("retry_cnt", c.retry_cnt, 0, 7));
-  c.max_rd_atomic = static_cast<std::uint8_t>(p.get_uint("max_rd_atomic", c.max_rd_atomic, 1, 255));
-  c.ack_every = static_cast<std::uint32_t>(p.get_uint("ack_every", c.ack_every, 1, 65535));
-  c.ack_interval = p.get_ns("ack_interval", c.ack_interval);
-  c.max_dest_rd_atomic =
-      static_cast<std::uint8_t>(p.get_uint("max_dest_rd_atomic", c.max_dest_rd_atomic, 1, 255));
-  baseline::DcqcnConfig& d = c.dcqcn;
-  d.enabled = p.get_bool("dcqcn", d.enabled);
-  d.cnp_interval = p.get_ns("dcqcn_cnp_interval", d.cnp_interval);
-  d.g = p.get_double("dcqcn_g", d.g, 0, 1);
-  d.initial_alpha = p.get_double("dcqcn_initial_alpha", d.initial_alpha, 0, 1);
-  d.alpha_period = p.get_ns("dcqcn_alpha_period", d.alpha_period);
-  d.increase_period = p.get_ns("dcqcn_increase_period", d.increase_period);
-  d.byte_counter = p.get_bytes("dcqcn_byte_counter", d.byte_counter);
-  d.fast_recovery_steps = static_cast<std::uint32_t>(
-      p.get_uint("dcqcn_fast_recovery_steps", d.fast_recovery_steps, 0, 1000));
-  d.ai_rate_bps = p.get_rate("dcqcn_ai_rate", d.ai_rate_bps);
-  d.hai_rate_bps = p.get_rate("dcqcn_hai_rate", d.hai_rate_bps);
-  d.min_rate_bps = p.get_rate("dcqcn_min_rate", d.min_rate_bps);
+  for (const baseline::RoceSetting& s : baseline::roce_settings()) {
+    const bool derived = s.name == "mtu" || s.name == "line_rate";
+    s.set(c, p.get_setting(s, derived ? 0 : s.def, derived));
+  }
+  c.dcqcn.enabled = p.get_bool("dcqcn", c.dcqcn.enabled);
   return c;
 }
 
