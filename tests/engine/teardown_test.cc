@@ -2,6 +2,8 @@
 // peer's message slots (open_messages), its READ/atomic response slots, and the
 // receiver's table of messages partly received. A long-lived connection whose queue pairs
 // come and go must not fill the peer's tables.
+#include <tuple>
+
 #include "engine/fixture.h"
 
 namespace mroce::testing {
@@ -33,7 +35,8 @@ class Teardown : public ::testing::Test {
 // One stream's send queue holds a work request in every state when it is destroyed:
 // done but queued behind an unfinished READ, failed behind it, in flight, and queued.
 TEST_F(Teardown, DestroyingAStreamReleasesEverySlotItHeld) {
-  auto [a, b] = cl.connect(0, 1);
+  StreamId a = 0, b = 0;
+  std::tie(a, b) = cl.connect(0, 1);
   Buffer local(A(), 4 << 20), remote(B(), 4 << 20);
   auto write = [&](std::uint32_t offset, std::uint32_t len, std::uint64_t id, std::uint32_t rkey) {
     SendWr wr = make_wr(WrOpcode::kRdmaWrite, local, offset, len, id);
