@@ -15,7 +15,7 @@
 
 #include "core/context.h"
 #include "core/inbound.h"
-#include "core/path_mask.h"
+#include "core/path_set.h"
 #include "core/ring.h"
 #include "core/rx_path.h"
 #include "core/tx_path.h"
@@ -86,6 +86,8 @@ class Connection {
   bool finished() const { return state_ == ConnState::kClosed || state_ == ConnState::kFailed; }
   void stats(ConnStats* out) const;
   bool path_stats(std::uint16_t path, PathStats* out) const;
+  // Aborts if a total kept over the paths disagrees with the paths.
+  void validate() const { paths_.validate(); }
 
   // Engine bookkeeping.
   std::size_t heap_index = ~std::size_t{0};
@@ -119,7 +121,6 @@ class Connection {
                 std::span<std::uint8_t> buf, TxMeta* out);
   std::size_t build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
                          bool retransmit, std::span<std::uint8_t> buf, std::uint32_t* payload);
-  TxPath* pick_path(Time now);
   bool has_unsent() const;
   std::uint64_t pacing_rate() const;
   Time pacing_burst(std::uint64_t rate) const;
@@ -163,9 +164,6 @@ class Connection {
   void update_windows(Time now, TxPath& p, std::uint32_t acked_bytes, std::uint32_t rx_delta,
                       std::uint32_t ce_delta);
   std::uint32_t max_path_window() const;
-  void set_cwnd(TxPath& p, std::uint32_t cwnd);
-  // Something on the path changed that may give it room.
-  void may_send(const TxPath& p) { may_send_.set(p.id); }
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
   Time path_pto(const TxPath& p) const;
@@ -200,17 +198,11 @@ class Connection {
   Time ack_timer_at_ = kNever;   // delayed ACKs
   Time srtt_ = 0;                // smoothed RTT over every path's samples
   Time all_failed_since_ = kNever;
-  std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
-  std::uint32_t failed_paths_ = 0;
-  std::uint32_t tail_probes_due_ = 0;
-  std::uint32_t path_cursor_ = 0;
   std::uint32_t cwnd_;
-  std::uint32_t inflight_ = 0;
   std::uint64_t tx_data_bytes_ = 0;
   std::uint64_t rx_data_bytes_ = 0;
-  std::vector<TxPath> tx_;
+  PathSet paths_;
   std::vector<RxPath> rx_;
-  PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
   struct PendingNack {
     std::uint8_t path;
     std::uint8_t generation;
@@ -258,8 +250,6 @@ class Connection {
   Ring<std::uint32_t> responding_;  // slots with segments never sent
 
   // Congestion control, connection level.
-  std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
-  std::uint32_t active_paths_ = 0;
   bool slow_start_ = true;
   double alpha_ = 0;
   std::uint32_t window_acked_ = 0;

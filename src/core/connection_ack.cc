@@ -31,12 +31,6 @@ bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
 
 }  // namespace
 
-void Connection::set_cwnd(TxPath& p, std::uint32_t cwnd) {
-  if (p.state == PathState::kActive) active_cwnd_ = active_cwnd_ - p.cwnd + cwnd;
-  p.cwnd = cwnd;
-  may_send(p);
-}
-
 std::uint32_t Connection::max_path_window() const {
   return cfg_.path_window_packets * (mss_ + kHeaderAllowance);
 }
@@ -47,11 +41,11 @@ Time Connection::path_rto(const TxPath& p) const {
 }
 
 TxPath* Connection::feedback_path(const wire::CommonHeader& c) {
-  if (c.path >= tx_.size()) {
+  if (c.path >= paths_.size()) {
     ctx_.drop(DropReason::kMalformed);
     return nullptr;
   }
-  TxPath& p = tx_[c.path];
+  TxPath& p = paths_[c.path];
   if (c.generation != p.generation) {
     ctx_.drop(DropReason::kStaleGeneration);
     return nullptr;
@@ -64,7 +58,7 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   TxPath* path = feedback_path(pkt.common);
   if (!path) return;
   TxPath& p = *path;
-  may_send(p);
+  paths_.may_send(p);
   if (seq_lt(p.snd_nxt, a.cum_psn) || !sack_within(a, p.snd_nxt)) {
     ctx_.drop(DropReason::kBadAck);
     return;
@@ -76,16 +70,7 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   const auto acknowledge = [&](std::uint32_t psn) {
     TxEntry& e = p.entry(psn);
     if (e.acked) return;
-    if (e.in_flight) {
-      p.inflight -= e.bytes;
-      inflight_ -= e.bytes;
-    }
-    if (e.lost) {
-      e.lost = false;
-      if (--p.lost_pending == 0) --lost_paths_;
-    }
-    e.acked = true;
-    e.in_flight = false;
+    paths_.acknowledged(p, e);
     ++newly;
     acked_bytes += e.bytes;
     acked_retransmission |= e.retransmitted;
@@ -138,11 +123,10 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
     p.tail_probes_sent = 0;
     p.stats.acked_packets += newly;
     for (std::uint32_t i = 0; i < newly && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
-    if (p.state == PathState::kFailed) recover_path(now, p);
+    if (!p.active()) recover_path(now, p);
   }
   update_windows(now, p, acked_bytes, rx_delta, ce_delta);
-  if (p.state == PathState::kActive && p.loss_rate > kFailureLossRate &&
-      p.stats.lost_packets >= 8) {
+  if (p.active() && p.loss_rate > kFailureLossRate && p.stats.lost_packets >= 8) {
     fail_path(now, p);
   }
 }
@@ -210,15 +194,7 @@ void Connection::segment_acked(Time now, const SegmentRef& seg) {
 }
 
 void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check) {
-  may_send(p);
-  if (e.in_flight) {
-    e.in_flight = false;
-    p.inflight -= e.bytes;
-    inflight_ -= e.bytes;
-  }
-  if (e.lost) return;
-  e.lost = true;
-  if (p.lost_pending++ == 0) ++lost_paths_;
+  if (!paths_.lost(p, e)) return;
   ++p.stats.lost_packets;
   // Loss on a path that is marking or queueing is congestion; loss on a quiet path is
   // damage (a bad link, a black hole) and does not shrink the window, but counts
@@ -250,15 +226,15 @@ constexpr std::uint8_t kMaxTailProbes = 16;
 
 void Connection::check_timeouts(Time now) {
   path_timer_at_ = kNever;
-  for (TxPath& p : tx_) {
-    if (p.state == PathState::kFailed) {
+  for (TxPath& p : paths_) {
+    if (!p.active()) {
       arm_path_timer(p.probe_at);
       continue;
     }
-    if (p.inflight == 0 && p.lost_pending == 0) continue;
+    if (p.inflight() == 0 && p.lost_pending() == 0) continue;
     if (now < p.last_progress + path_rto(p)) {
       arm_path_timer(p.last_progress + path_rto(p));
-      if (!p.tail_probe && p.inflight > 0 && p.timeouts == 0 &&
+      if (!p.tail_probe() && p.inflight() > 0 && p.timeouts == 0 &&
           p.tail_probes_sent < kMaxTailProbes) {
         // A probe, or its ACK, can be lost too: probe again a PTO after the last send.
         // At the end of the connection's data, on a path that loses packets at random,
@@ -266,9 +242,8 @@ void Connection::check_timeouts(Time now) {
         // fabric link each way), two rarely. Before the end, other paths carry on.
         const Time due = p.last_send + path_pto(p);
         if (now >= due) {
-          p.tail_probe = p.loss_rate > kLossyPathRate && !has_unsent() ? 2 : 1;
+          paths_.probes_due(p, p.loss_rate > kLossyPathRate && !has_unsent() ? 2 : 1);
           ++p.tail_probes_sent;
-          ++tail_probes_due_;
         } else {
           arm_path_timer(due);
         }
@@ -295,32 +270,22 @@ void Connection::check_timeouts(Time now) {
 }
 
 void Connection::fail_path(Time now, TxPath& p) {
-  const bool was_active = p.state == PathState::kActive;
+  const bool was_active = p.active();
   for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
     TxEntry& e = p.entry(psn);
     if (!e.acked) move_content(e);
   }
-  inflight_ -= p.inflight;
-  if (p.lost_pending > 0) --lost_paths_;
   // Re-entropy: a new source port (a new route through ECMP) and a fresh sequence space.
   ++p.generation;
   p.port = fresh_port(p);
-  p.reset_sequence(tx_isn_);
-  if (was_active) {
-    active_cwnd_ -= p.cwnd;
-    --active_paths_;
-    ++failed_paths_;
-  }
-  p.cwnd = std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
+  paths_.failed(p, tx_isn_,
+                std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_));
   p.ssthresh = ~0u;
   p.alpha = 0;
   p.loss_rate = 0;
   p.timeouts = 0;
   p.avoid_until = 0;
-  if (p.tail_probe) --tail_probes_due_;
-  p.tail_probe = 0;
   p.tail_probes_sent = 0;
-  p.state = PathState::kFailed;
   p.probe_at = now;
   p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));
   arm_path_timer(now);
@@ -334,11 +299,7 @@ void Connection::fail_path(Time now, TxPath& p) {
 }
 
 void Connection::recover_path(Time now, TxPath& p) {
-  may_send(p);
-  p.state = PathState::kActive;
-  active_cwnd_ += p.cwnd;
-  ++active_paths_;
-  --failed_paths_;
+  paths_.recovered(p);
   p.timeouts = 0;
   p.last_progress = now;
   p.probe_at = kNever;
@@ -351,10 +312,10 @@ void Connection::update_planes(Time now) {
   bool all_failed = true;
   for (std::uint8_t plane = 0; plane < planes_; ++plane) {
     bool any = false, alive = false;
-    for (const TxPath& p : tx_) {
+    for (const TxPath& p : paths_) {
       if (p.plane != plane) continue;
       any = true;
-      alive |= p.state == PathState::kActive;
+      alive |= p.active();
     }
     if (any && !alive) down |= std::uint8_t(1u << plane);
     all_failed &= any && !alive;
@@ -420,9 +381,9 @@ void Connection::on_congestion_signal(Time now, TxPath& p, double cut_alpha) {
   if (now < p.last_cut + p.rtt.srtt()) return;  // one reduction per round trip
   const std::uint32_t floor =
       cfg_.min_path_window_bytes ? cfg_.min_path_window_bytes : mss_ + kHeaderAllowance;
-  set_cwnd(
-      p, std::max<std::uint32_t>(floor, static_cast<std::uint32_t>(p.cwnd * (1 - cut_alpha / 2))));
-  p.ssthresh = p.cwnd;
+  paths_.set_cwnd(p, std::max<std::uint32_t>(
+                         floor, static_cast<std::uint32_t>(p.cwnd() * (1 - cut_alpha / 2))));
+  p.ssthresh = p.cwnd();
   p.last_cut = now;
 }
 
@@ -460,19 +421,19 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
     on_congestion_signal(now, p, std::max(p.alpha, 0.25));
     return;
   }
-  if (acked_bytes == 0 || p.state != PathState::kActive) return;
+  if (acked_bytes == 0 || !p.active()) return;
   const std::uint32_t cap = max_path_window();
-  if (p.cwnd < p.ssthresh) {
-    set_cwnd(p, std::min(cap, p.cwnd + acked_bytes));
+  if (p.cwnd() < p.ssthresh) {
+    paths_.set_cwnd(p, std::min(cap, p.cwnd() + acked_bytes));
   } else {
     // Coupled increase: all paths together gain about one packet per round trip.
     const std::uint64_t inc =
-        std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(active_cwnd_, 1);
-    set_cwnd(p, static_cast<std::uint32_t>(
-                    std::min<std::uint64_t>(cap, p.cwnd + std::max<std::uint64_t>(inc, 1))));
+        std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(paths_.active_cwnd(), 1);
+    paths_.set_cwnd(p, static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                           cap, p.cwnd() + std::max<std::uint64_t>(inc, 1))));
   }
-  const std::uint32_t active = active_paths_;
-  const std::uint64_t conn_cap = std::uint64_t{cap} * tx_.size();
+  const std::uint32_t active = paths_.active_paths();
+  const std::uint64_t conn_cap = std::uint64_t{cap} * paths_.size();
   std::uint64_t grown = slow_start_ ? std::uint64_t{cwnd_} + acked_bytes
                                     : cwnd_ + std::uint64_t{mss_} * acked_bytes * active / cwnd_;
   cwnd_ = static_cast<std::uint32_t>(std::min(conn_cap, grown));

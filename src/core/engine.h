@@ -52,6 +52,11 @@ class Engine final : public Transport {
 
   const EngineConfig& config() const { return ctx_.config; }
 
+  // Aborts with a message if a connection's kept totals disagree with its paths. Every
+  // call above that changes state runs it on return in builds without NDEBUG (debug,
+  // sanitizer and fuzz builds), never in release.
+  void validate() const;
+
  private:
   struct EndpointHash {
     std::size_t operator()(const Endpoint& e) const {
