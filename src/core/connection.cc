@@ -9,7 +9,7 @@ Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time
       cfg_(ctx.config),
       id_(id),
       mss_(ctx.config.mss),
-      cwnd_(ctx.config.initial_window_bytes),
+      cc_(ctx.config.initial_window_bytes),
       peer_(peer),
       local_token_(ctx.random.next() | 1),
       tx_isn_(ctx.config.initial_psn >= 0 ? static_cast<std::uint32_t>(ctx.config.initial_psn)
@@ -95,7 +95,7 @@ void Connection::establish(Time now) {
     p.stats.src_port = p.port;
   }
   srtt_ = cfg_.initial_rtt;
-  window_start_ = now;
+  cc_.start(now);
   emit_event(now, EventKind::kConnEstablished);
   for (StreamId sid : streams_) {
     Stream* s = ctx_.stream(sid);
@@ -339,10 +339,10 @@ void Connection::stats(ConnStats* out) const {
   s.reentropies = reentropies_;
   s.path_failures = path_failures_;
   s.plane_failures = plane_failures_;
-  s.cwnd_bytes = cwnd_;
+  s.cwnd_bytes = cc_.window();
   s.inflight_bytes = paths_.inflight();
   s.open_messages = open_messages_;
-  s.rate_hint_bps = rate_hint_bps_;
+  s.rate_hint_bps = cc_.rate_hint_bps();
   s.pacing_rate_bps = pacing_rate();
   s.inbound_senders = ctx_.share.active();
   *out = s;

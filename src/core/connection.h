@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "core/congestion.h"
 #include "core/context.h"
 #include "core/inbound.h"
 #include "core/path_set.h"
@@ -198,7 +199,7 @@ class Connection {
   Time ack_timer_at_ = kNever;   // delayed ACKs
   Time srtt_ = 0;                // smoothed RTT over every path's samples
   Time all_failed_since_ = kNever;
-  std::uint32_t cwnd_;
+  CongestionController cc_;  // the connection-level window, rate hint, ECN seen
   std::uint64_t tx_data_bytes_ = 0;
   std::uint64_t rx_data_bytes_ = 0;
   PathSet paths_;
@@ -248,19 +249,6 @@ class Connection {
   InboundTable inbound_;
   std::vector<Response> responses_;
   Ring<std::uint32_t> responding_;  // slots with segments never sent
-
-  // Congestion control, connection level.
-  bool slow_start_ = true;
-  double alpha_ = 0;
-  std::uint32_t window_acked_ = 0;
-  std::uint32_t window_marked_ = 0;
-  Time window_start_ = 0;
-  Time last_cut_ = 0;
-  std::uint64_t rate_hint_bps_ = 0;
-  // Once the fabric has marked anything, marks alone tell congestion; RTT growth is the
-  // signal only on a path with no ECN marking at all (a standing queue at an ECN
-  // bottleneck is the hint's and DCTCP's business, not a reason to read loss as congestion).
-  bool ecn_seen_ = false;
 
   // Statistics.
   std::uint64_t retransmits_ = 0;

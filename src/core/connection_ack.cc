@@ -114,8 +114,8 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   p.reported_ce = a.ce_packets;
   p.counters_valid = true;
   p.stats.ce_packets += ce_delta;
-  if (ce_delta > 0) ecn_seen_ = true;
-  if (a.rate_kbps) rate_hint_bps_ = std::uint64_t{a.rate_kbps} * 1000;
+  cc_.on_marks(ce_delta);
+  cc_.on_rate_hint(a.rate_kbps);
 
   if (newly > 0) {
     p.last_progress = now;
@@ -201,8 +201,8 @@ void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_c
   // towards declaring the path failed. Where ECN marks, DCTCP's alpha already measures
   // the congestion, and the loss cuts by it as a mark would; without ECN, loss is the
   // only measure, and halves.
-  if (congestion_check && (p.avoid_until > now || (!ecn_seen_ && p.rtt.inflated()))) {
-    on_congestion_signal(now, p, ecn_seen_ ? std::max(p.alpha, 0.25) : 1.0);
+  if (congestion_check && (p.avoid_until > now || (!cc_.ecn_seen() && p.rtt.inflated()))) {
+    on_congestion_signal(now, p, cc_.ecn_seen() ? std::max(p.alpha, 0.25) : 1.0);
   } else {
     p.loss_rate = p.loss_rate * 15.0 / 16 + 1.0 / 16;
   }
@@ -400,21 +400,8 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
     p.window_acked = p.window_marked = 0;
     p.window_end = p.snd_nxt;
   }
-  // Per connection, the same over all paths each round trip: a shared bottleneck marks
-  // every path, a hot link only its own.
-  window_acked_ += rx_delta;
-  window_marked_ += ce_delta;
-  if (now >= window_start_ + srtt_) {
-    if (window_acked_ > 0) alpha_ = (1 - g) * alpha_ + g * double(window_marked_) / window_acked_;
-    if (window_marked_ > 0 && now >= last_cut_ + srtt_) {
-      cwnd_ = std::max<std::uint32_t>(4 * (mss_ + kHeaderAllowance),
-                                      static_cast<std::uint32_t>(cwnd_ * (1 - alpha_ / 2)));
-      slow_start_ = false;
-      last_cut_ = now;
-    }
-    window_acked_ = window_marked_ = 0;
-    window_start_ = now;
-  }
+  // Per connection, the same over all paths each round trip.
+  cc_.on_counters(now, srtt_, rx_delta, ce_delta, g, 4 * (mss_ + kHeaderAllowance));
 
   if (ce_delta > 0) {
     // Trim the path that saw the mark and steer the next packets elsewhere.
@@ -432,11 +419,7 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
     paths_.set_cwnd(p, static_cast<std::uint32_t>(std::min<std::uint64_t>(
                            cap, p.cwnd() + std::max<std::uint64_t>(inc, 1))));
   }
-  const std::uint32_t active = paths_.active_paths();
-  const std::uint64_t conn_cap = std::uint64_t{cap} * paths_.size();
-  std::uint64_t grown = slow_start_ ? std::uint64_t{cwnd_} + acked_bytes
-                                    : cwnd_ + std::uint64_t{mss_} * acked_bytes * active / cwnd_;
-  cwnd_ = static_cast<std::uint32_t>(std::min(conn_cap, grown));
+  cc_.on_acked(acked_bytes, mss_, paths_.active_paths(), std::uint64_t{cap} * paths_.size());
 }
 
 }  // namespace mroce

@@ -265,7 +265,7 @@ bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* 
 }
 
 bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
-  if (paths_.inflight() >= cwnd_) return false;
+  if (paths_.inflight() >= cc_.window()) return false;
   TxPath* p = paths_.pick(now);
   if (!p) return false;
   SegmentRef seg;
@@ -369,7 +369,7 @@ bool Connection::has_unsent() const {
 
 std::uint64_t Connection::pacing_rate() const {
   std::uint64_t rate = cfg_.line_rate_bps;
-  if (rate_hint_bps_ > 0) rate = std::min(rate, rate_hint_bps_);
+  if (cc_.rate_hint_bps() > 0) rate = std::min(rate, cc_.rate_hint_bps());
   return rate;
 }
 
