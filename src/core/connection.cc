@@ -10,6 +10,7 @@ Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time
       id_(id),
       mss_(ctx.config.mss),
       cc_(ctx.config.initial_window_bytes),
+      pacer_(ctx.config),
       peer_(peer),
       local_token_(ctx.random.next() | 1),
       tx_isn_(ctx.config.initial_psn >= 0 ? static_cast<std::uint32_t>(ctx.config.initial_psn)
@@ -321,7 +322,7 @@ Time Connection::next_deadline() const {
   if (established()) {
     t = std::min(t, path_timer_at_);
     if (all_failed_since_ != kNever) t = std::min(t, all_failed_since_ + cfg_.connect_timeout);
-    if (pace_blocked_) t = std::min(t, pace_next_);
+    t = std::min(t, pacer_.deadline());
   }
   return t;
 }

@@ -16,6 +16,7 @@
 #include "core/congestion.h"
 #include "core/context.h"
 #include "core/inbound.h"
+#include "core/pacer.h"
 #include "core/path_set.h"
 #include "core/ring.h"
 #include "core/rx_path.h"
@@ -124,8 +125,6 @@ class Connection {
                          bool retransmit, std::span<std::uint8_t> buf, std::uint32_t* payload);
   bool has_unsent() const;
   std::uint64_t pacing_rate() const;
-  Time pacing_burst(std::uint64_t rate) const;
-  bool pacing_phase(Time now);
   void fill_reply_meta(const RxPath& r, TxMeta* out) const;
 
   // connection_receive.cc
@@ -182,7 +181,6 @@ class Connection {
   std::uint8_t confirms_due_ = 0;  // CONFIRMs still to send
   bool send_close_ = false;
   bool send_close_ack_ = false;
-  bool pace_blocked_ = false;
   bool counted_sender_ = false;
   bool peer_seen_ = false;     // DATA has arrived from the peer
   bool peer_backlog_ = false;  // the BACKLOG flag of the latest DATA it sent
@@ -190,7 +188,6 @@ class Connection {
   std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
   std::uint32_t peer_sent_at_ = 0;   // sender timestamp of that DATA
   Time handshake_at_ = kNever;       // next CONNECT/ACCEPT/CLOSE retransmission
-  Time pace_next_ = 0;
   Time last_backlog_ = 0;
   Time peer_noted_at_ = 0;  // when peer_backlog_ was last set
   // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
@@ -200,6 +197,7 @@ class Connection {
   Time srtt_ = 0;                // smoothed RTT over every path's samples
   Time all_failed_since_ = kNever;
   CongestionController cc_;  // the connection-level window, rate hint, ECN seen
+  Pacer pacer_;
   std::uint64_t tx_data_bytes_ = 0;
   std::uint64_t rx_data_bytes_ = 0;
   PathSet paths_;

@@ -32,10 +32,6 @@ wire::DataOp request_op(WrOpcode op) {
   return wire::DataOp::kNop;
 }
 
-Time transmit_time(std::uint64_t bytes, std::uint64_t rate_bps) {
-  return rate_bps ? static_cast<Time>(bytes * 8 * 1'000'000'000ull / rate_bps) : 0;
-}
-
 }  // namespace
 
 bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
@@ -50,11 +46,7 @@ bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* ou
   }
   if (!established()) return false;
   if (emit_probe(now, buf, out)) return true;
-  if (now < pace_next_ || pacing_phase(now)) {
-    pace_blocked_ = true;
-    return false;
-  }
-  pace_blocked_ = false;
+  if (!pacer_.may_send(now, pacing_rate(), srtt_, mss_, has_unsent(), ctx_.random)) return false;
   if (emit_retransmit(now, buf, out)) return true;
   if (emit_tail_probe(now, buf, out)) return true;
   return emit_new(now, buf, out);
@@ -368,32 +360,7 @@ bool Connection::has_unsent() const {
 }
 
 std::uint64_t Connection::pacing_rate() const {
-  std::uint64_t rate = cfg_.line_rate_bps;
-  if (cc_.rate_hint_bps() > 0) rate = std::min(rate, cc_.rate_hint_bps());
-  return rate;
-}
-
-// The burst allowance shrinks with the rate (a quarter of a round trip's worth, at least
-// a packet), so that a thousand slow senders do not start with a burst each.
-Time Connection::pacing_burst(std::uint64_t rate) const {
-  const std::uint64_t quarter_rtt = rate / 8 * std::max(srtt_, cfg_.initial_rtt) / 4 / kSecond;
-  return transmit_time(std::clamp<std::uint64_t>(quarter_rtt, mss_ + 64, cfg_.pacing_burst_bytes),
-                       rate);
-}
-
-// Senders that start at one moment at one share (a READ fanned out to many peers: every
-// request carries the same share) would send their first packets together. One that
-// shares its bottleneck (paced to at most half its line rate) and starts from idle waits
-// a random phase of up to one packet's time at its rate first; a sender alone on its
-// path pays no delay.
-bool Connection::pacing_phase(Time now) {
-  const std::uint64_t rate = pacing_rate();
-  if (rate > cfg_.line_rate_bps / 2 || pace_next_ > now - std::min(now, pacing_burst(rate)) ||
-      !has_unsent()) {
-    return false;
-  }
-  pace_next_ = now + ctx_.random.below(transmit_time(mss_ + cfg_.wire_overhead_bytes, rate) + 1);
-  return pace_next_ > now;
+  return pacer_.rate(cc_.rate_hint_bps());
 }
 
 void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmit,
@@ -438,13 +405,7 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
     ++retransmits_;
     ++ctx_.counters.tx_retransmits;
   }
-  // Paced senders that share one bottleneck at one rate would move in lockstep, their
-  // packets reaching it together every round: each gap is drawn from [3/4, 5/4) of the
-  // packet's time at the rate (the mean unchanged), so their phases drift apart.
-  const std::uint64_t rate = pacing_rate();
-  const Time gap = transmit_time(out->wire_length + cfg_.wire_overhead_bytes, rate);
-  pace_next_ = std::max(pace_next_, now - std::min(now, pacing_burst(rate))) + gap * 3 / 4 +
-               ctx_.random.below(gap / 2 + 1);
+  pacer_.on_sent(now, out->wire_length, pacing_rate(), srtt_, mss_, ctx_.random);
 }
 
 std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
