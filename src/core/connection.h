@@ -151,6 +151,23 @@ class Connection {
   // connection_ack.cc
   // The path an ACK or NACK is about, if it names a current path generation.
   TxPath* feedback_path(const wire::CommonHeader& c);
+  // What one ACK newly acknowledged on its path.
+  struct Acked {
+    std::uint32_t packets = 0;
+    std::uint32_t bytes = 0;
+    bool retransmission = false;  // among them a PSN sent more than once
+    std::uint32_t highest = 0;    // one past the highest PSN acknowledged
+  };
+  // What one ACK newly reports received and CE-marked on its path.
+  struct Reported {
+    std::uint32_t rx = 0;
+    std::uint32_t ce = 0;
+  };
+  Acked acknowledge(Time now, TxPath& p, const wire::AckHeader& a);
+  void detect_losses(Time now, TxPath& p, const Acked& acked);
+  void sample_rtt(Time now, TxPath& p, const wire::AckHeader& a);
+  Reported read_counters(TxPath& p, const wire::AckHeader& a);
+  void note_progress(Time now, TxPath& p, std::uint32_t packets);
   void segment_acked(Time now, const SegmentRef& seg);
   void declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check);
   void move_content(TxEntry& e);

@@ -63,72 +63,88 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
     ctx_.drop(DropReason::kBadAck);
     return;
   }
+  const Acked acked = acknowledge(now, p, a);
+  if (acked.packets > 0) detect_losses(now, p, acked);
+  sample_rtt(now, p, a);
+  const Reported reported = read_counters(p, a);
+  cc_.on_rate_hint(a.rate_kbps);
+  if (acked.packets > 0) note_progress(now, p, acked.packets);
+  update_windows(now, p, acked.bytes, reported.rx, reported.ce);
+  if (p.active() && p.loss_rate > kFailureLossRate && p.stats.lost_packets >= 8) {
+    fail_path(now, p);
+  }
+}
 
-  std::uint32_t newly = 0, acked_bytes = 0;
-  bool acked_retransmission = false;
-  std::uint32_t highest = p.snd_una;  // one past the highest PSN acknowledged now
-  const auto acknowledge = [&](std::uint32_t psn) {
+Connection::Acked Connection::acknowledge(Time now, TxPath& p, const wire::AckHeader& a) {
+  Acked acked;
+  acked.highest = p.snd_una;
+  const auto one = [&](std::uint32_t psn) {
     TxEntry& e = p.entry(psn);
     if (e.acked) return;
     paths_.acknowledged(p, e);
-    ++newly;
-    acked_bytes += e.bytes;
-    acked_retransmission |= e.retransmitted;
+    ++acked.packets;
+    acked.bytes += e.bytes;
+    acked.retransmission |= e.retransmitted;
     p.largest_acked_order = std::max(p.largest_acked_order, e.order);
-    if (seq_lt(highest, psn + 1)) highest = psn + 1;
+    if (seq_lt(acked.highest, psn + 1)) acked.highest = psn + 1;
     const SegmentRef seg = e.seg;
     segment_acked(now, seg);
   };
   // Everything below the cumulative point, then the bits set above it.
-  for (std::uint32_t psn = p.snd_una; seq_lt(psn, a.cum_psn); ++psn) acknowledge(psn);
+  for (std::uint32_t psn = p.snd_una; seq_lt(psn, a.cum_psn); ++psn) one(psn);
   const std::uint32_t base = a.cum_psn + 1;
   for (std::uint32_t w = 0; w < 4; ++w) {
     for (std::uint64_t bits = a.sack[w]; bits != 0; bits &= bits - 1) {
       const std::uint32_t psn = base + w * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
-      if (!seq_lt(psn, p.snd_una)) acknowledge(psn);  // bits below snd_una are settled
+      if (!seq_lt(psn, p.snd_una)) one(psn);  // bits below snd_una are settled
     }
   }
   while (p.snd_una != p.snd_nxt && p.entry(p.snd_una).acked) ++p.snd_una;
+  return acked;
+}
 
-  // On one path packets never overtake each other: whatever was sent before a packet
-  // that arrived, and did not arrive, was lost. Resend exactly that, on this path.
-  // First transmissions go out in PSN order, so unless a retransmission was just
-  // acknowledged only the PSNs below the highest acknowledged can be affected.
-  if (newly > 0) {
-    const std::uint32_t end = acked_retransmission ? p.snd_nxt : highest;
-    for (std::uint32_t psn = p.snd_una; seq_lt(psn, end); ++psn) {
-      TxEntry& e = p.entry(psn);
-      if (e.in_flight && e.order < p.largest_acked_order) declare_lost(now, p, e, true);
-    }
+// On one path packets never overtake each other: whatever was sent before a packet that
+// arrived, and did not arrive, was lost. Resend exactly that, on this path. First
+// transmissions go out in PSN order, so unless a retransmission was just acknowledged
+// only the PSNs below the highest acknowledged can be affected.
+void Connection::detect_losses(Time now, TxPath& p, const Acked& acked) {
+  const std::uint32_t end = acked.retransmission ? p.snd_nxt : acked.highest;
+  for (std::uint32_t psn = p.snd_una; seq_lt(psn, end); ++psn) {
+    TxEntry& e = p.entry(psn);
+    if (e.in_flight && e.order < p.largest_acked_order) declare_lost(now, p, e, true);
   }
+}
 
+void Connection::sample_rtt(Time now, TxPath& p, const wire::AckHeader& a) {
   const std::uint32_t elapsed = static_cast<std::uint32_t>(now) - a.echo_timestamp;
-  if (elapsed < (1u << 31) && elapsed >= a.ack_delay) {
-    const Time sample = elapsed - a.ack_delay;
-    p.rtt.sample(sample);
-    srtt_ = (7 * srtt_ + sample) / 8;
-  }
-  const std::uint32_t rx_delta = a.rx_packets - (p.counters_valid ? p.reported_rx : 0);
-  const std::uint32_t ce_delta = a.ce_packets - (p.counters_valid ? p.reported_ce : 0);
+  if (elapsed >= (1u << 31) || elapsed < a.ack_delay) return;  // from the future, or garbled
+  const Time sample = elapsed - a.ack_delay;
+  p.rtt.sample(sample);
+  srtt_ = (7 * srtt_ + sample) / 8;
+}
+
+// The receiver's cumulative counters of packets received and CE-marked on the path:
+// what is new since the last ACK read.
+Connection::Reported Connection::read_counters(TxPath& p, const wire::AckHeader& a) {
+  Reported r;
+  r.rx = a.rx_packets - (p.counters_valid ? p.reported_rx : 0);
+  r.ce = a.ce_packets - (p.counters_valid ? p.reported_ce : 0);
   p.reported_rx = a.rx_packets;
   p.reported_ce = a.ce_packets;
   p.counters_valid = true;
-  p.stats.ce_packets += ce_delta;
-  cc_.on_marks(ce_delta);
-  cc_.on_rate_hint(a.rate_kbps);
+  p.stats.ce_packets += r.ce;
+  cc_.on_marks(r.ce);
+  return r;
+}
 
-  if (newly > 0) {
-    p.last_progress = now;
-    p.timeouts = 0;
-    p.tail_probes_sent = 0;
-    p.stats.acked_packets += newly;
-    for (std::uint32_t i = 0; i < newly && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
-    if (!p.active()) recover_path(now, p);
-  }
-  update_windows(now, p, acked_bytes, rx_delta, ce_delta);
-  if (p.active() && p.loss_rate > kFailureLossRate && p.stats.lost_packets >= 8) {
-    fail_path(now, p);
-  }
+// Something was acknowledged: the path works, whatever its timers thought.
+void Connection::note_progress(Time now, TxPath& p, std::uint32_t packets) {
+  p.last_progress = now;
+  p.timeouts = 0;
+  p.tail_probes_sent = 0;
+  p.stats.acked_packets += packets;
+  for (std::uint32_t i = 0; i < packets && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
+  if (!p.active()) recover_path(now, p);
 }
 
 void Connection::on_nack(Time now, const wire::Packet& pkt) {
