@@ -1,8 +1,9 @@
 // One MetaRoCE connection between two endpoints: many paths below (each its own
-// sequence space, window, RTT and ECN history), many streams above, one congestion
-// controller. The methods are split by concern over several files:
+// sequence space, window, RTT and ECN history, held with their totals by a PathSet),
+// many streams above, one congestion controller (congestion.h) and one pacer (pacer.h).
+// The methods are split by concern over several files:
 //   connection.cc         set-up, tear-down, timers, stream binding
-//   connection_send.cc    choosing what to send next and on which path
+//   connection_send.cc    choosing what to send next
 //   connection_receive.cc placing data and completing messages in stream order
 //   connection_ack.cc     ACK/NACK processing, loss recovery, path failure
 #pragma once
