@@ -214,11 +214,11 @@ class Connection {
   Time ack_timer_at_ = kNever;   // delayed ACKs
   Time srtt_ = 0;                // smoothed RTT over every path's samples
   Time all_failed_since_ = kNever;
+  PathSet paths_;
   CongestionController cc_;  // the connection-level window, rate hint, ECN seen
   Pacer pacer_;
   std::uint64_t tx_data_bytes_ = 0;
   std::uint64_t rx_data_bytes_ = 0;
-  PathSet paths_;
   std::vector<RxPath> rx_;
   struct PendingNack {
     std::uint8_t path;

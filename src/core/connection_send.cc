@@ -46,7 +46,10 @@ bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* ou
   }
   if (!established()) return false;
   if (emit_probe(now, buf, out)) return true;
-  if (!pacer_.may_send(now, pacing_rate(), srtt_, mss_, has_unsent(), ctx_.random)) return false;
+  if (pacer_.waiting(now) ||
+      pacer_.start_phase(now, pacing_rate(), srtt_, mss_, has_unsent(), ctx_.random)) {
+    return false;
+  }
   if (emit_retransmit(now, buf, out)) return true;
   if (emit_tail_probe(now, buf, out)) return true;
   return emit_new(now, buf, out);

@@ -26,12 +26,17 @@ class Pacer {
     return rate;
   }
 
-  // Whether a data packet may leave now; if not, deadline() says when to ask again.
+  // Whether data must wait: first until the next departure time, then for the start
+  // phase of a sender from idle; deadline() says when to ask again.
   // `backlog`: content is waiting to be sent; `rtt`: the connection's smoothed RTT.
-  bool may_send(Time now, std::uint64_t rate, Time rtt, std::uint32_t mss, bool backlog,
-                Random& random) {
-    blocked_ = now < next_ || phase(now, rate, rtt, mss, backlog, random);
-    return !blocked_;
+  bool waiting(Time now) {
+    blocked_ = now < next_;
+    return blocked_;
+  }
+  bool start_phase(Time now, std::uint64_t rate, Time rtt, std::uint32_t mss, bool backlog,
+                   Random& random) {
+    blocked_ = phase(now, rate, rtt, mss, backlog, random);
+    return blocked_;
   }
 
   // A data packet of `wire_bytes` left now. Paced senders that share one bottleneck at

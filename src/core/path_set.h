@@ -52,8 +52,8 @@ class PathSet {
     p.inflight_ -= e.bytes;
     inflight_ -= e.bytes;
   }
+  // The ACK's path must be put in the mask (may_send) once per ACK, as on_ack does.
   void acknowledged(TxPath& p, TxEntry& e) {
-    may_send(p);
     if (e.in_flight) {
       p.inflight_ -= e.bytes;
       inflight_ -= e.bytes;
@@ -115,8 +115,7 @@ class PathSet {
   void validate() const;
 
  private:
-  std::vector<TxPath> paths_;
-  PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
+  // The totals first: every poll reads some of them, before any path.
   std::uint32_t inflight_ = 0;
   std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
   std::uint32_t failed_paths_ = 0;
@@ -124,6 +123,8 @@ class PathSet {
   std::uint32_t tail_probes_due_ = 0;
   std::uint32_t cursor_ = 0;       // where pick's round robin resumes
   std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
+  std::vector<TxPath> paths_;
+  PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
 };
 
 }  // namespace mroce
