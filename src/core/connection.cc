@@ -9,7 +9,8 @@ Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time
       cfg_(ctx.config),
       id_(id),
       mss_(ctx.config.mss),
-      cwnd_(ctx.config.initial_window_bytes),
+      cc_(ctx.config.initial_window_bytes),
+      pacer_(ctx.config),
       peer_(peer),
       local_token_(ctx.random.next() | 1),
       tx_isn_(ctx.config.initial_psn >= 0 ? static_cast<std::uint32_t>(ctx.config.initial_psn)
@@ -93,25 +94,17 @@ void Connection::establish(Time now) {
   reply_to_ = {};
   handshake_at_ = kNever;
   handshake_copy_ = false;
-  tx_.clear();
-  tx_.reserve(cfg_.paths);
   const std::uint32_t per_path =
       std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
-  for (std::uint16_t i = 0; i < cfg_.paths; ++i) {
-    TxPath& p = tx_.emplace_back(cfg_.path_window_packets, cfg_.initial_rtt);
-    p.id = static_cast<std::uint8_t>(i);
-    p.plane = static_cast<std::uint8_t>(i % planes_);
-    p.port = pool_port(i);
-    p.reset_sequence(tx_isn_);
-    p.cwnd = per_path;
-    active_cwnd_ += per_path;
-    ++active_paths_;
+  paths_.reset(cfg_.paths, cfg_.path_window_packets, cfg_.initial_rtt, tx_isn_, per_path);
+  for (TxPath& p : paths_) {
+    p.plane = static_cast<std::uint8_t>(p.id % planes_);
+    p.port = pool_port(p.id);
     p.stats.plane = p.plane;
     p.stats.src_port = p.port;
   }
-  may_send_.reset(tx_.size(), true);
   srtt_ = cfg_.initial_rtt;
-  window_start_ = now;
+  cc_.start(now);
   emit_event(now, EventKind::kConnEstablished);
   for (StreamId sid : streams_) {
     Stream* s = ctx_.stream(sid);
@@ -343,7 +336,7 @@ Time Connection::next_deadline() const {
   if (established()) {
     t = std::min(t, path_timer_at_);
     if (all_failed_since_ != kNever) t = std::min(t, all_failed_since_ + cfg_.connect_timeout);
-    if (pace_blocked_) t = std::min(t, pace_next_);
+    t = std::min(t, pacer_.deadline());
   }
   return t;
 }
@@ -352,7 +345,7 @@ void Connection::stats(ConnStats* out) const {
   ConnStats s;
   s.state = state_;
   s.peer = peer_;
-  s.paths = static_cast<std::uint16_t>(tx_.size());
+  s.paths = static_cast<std::uint16_t>(paths_.size());
   s.planes = planes_;
   s.streams = static_cast<std::uint32_t>(streams_.size());
   s.tx_data_bytes = tx_data_bytes_;
@@ -361,26 +354,26 @@ void Connection::stats(ConnStats* out) const {
   s.reentropies = reentropies_;
   s.path_failures = path_failures_;
   s.plane_failures = plane_failures_;
-  s.cwnd_bytes = cwnd_;
-  s.inflight_bytes = inflight_;
+  s.cwnd_bytes = cc_.window();
+  s.inflight_bytes = paths_.inflight();
   s.open_messages = open_messages_;
   s.inbound_messages = inbound_.size();
-  s.rate_hint_bps = rate_hint_bps_;
+  s.rate_hint_bps = cc_.rate_hint_bps();
   s.pacing_rate_bps = pacing_rate();
   s.inbound_senders = ctx_.share.active();
   *out = s;
 }
 
 bool Connection::path_stats(std::uint16_t path, PathStats* out) const {
-  if (path >= tx_.size()) return false;
-  const TxPath& p = tx_[path];
+  if (path >= paths_.size()) return false;
+  const TxPath& p = paths_[path];
   *out = p.stats;
-  out->state = p.state;
+  out->state = p.state();
   out->plane = p.plane;
   out->generation = p.generation;
   out->src_port = p.port;
-  out->cwnd_bytes = p.cwnd;
-  out->inflight_bytes = p.inflight;
+  out->cwnd_bytes = p.cwnd();
+  out->inflight_bytes = p.inflight();
   out->srtt = p.rtt.srtt();
   out->min_rtt = p.rtt.min_rtt();
   return true;

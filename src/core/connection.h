@@ -1,8 +1,9 @@
 // One MetaRoCE connection between two endpoints: many paths below (each its own
-// sequence space, window, RTT and ECN history), many streams above, one congestion
-// controller. The methods are split by concern over several files:
+// sequence space, window, RTT and ECN history, held with their totals by a PathSet),
+// many streams above, one congestion controller (congestion.h) and one pacer (pacer.h).
+// The methods are split by concern over several files:
 //   connection.cc         set-up, tear-down, timers, stream binding
-//   connection_send.cc    choosing what to send next and on which path
+//   connection_send.cc    choosing what to send next
 //   connection_receive.cc placing data and completing messages in stream order
 //   connection_ack.cc     ACK/NACK processing, loss recovery, path failure
 #pragma once
@@ -13,9 +14,11 @@
 #include <span>
 #include <vector>
 
+#include "core/congestion.h"
 #include "core/context.h"
 #include "core/inbound.h"
-#include "core/path_mask.h"
+#include "core/pacer.h"
+#include "core/path_set.h"
 #include "core/ring.h"
 #include "core/rx_path.h"
 #include "core/tx_path.h"
@@ -91,6 +94,8 @@ class Connection {
   bool finished() const { return state_ == ConnState::kClosed || state_ == ConnState::kFailed; }
   void stats(ConnStats* out) const;
   bool path_stats(std::uint16_t path, PathStats* out) const;
+  // Aborts if a total kept over the paths disagrees with the paths.
+  void validate() const { paths_.validate(); }
 
   // Engine bookkeeping.
   std::size_t heap_index = ~std::size_t{0};
@@ -129,11 +134,8 @@ class Connection {
                 std::span<std::uint8_t> buf, TxMeta* out);
   std::size_t build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
                          bool retransmit, std::span<std::uint8_t> buf, std::uint32_t* payload);
-  TxPath* pick_path(Time now);
   bool has_unsent() const;
   std::uint64_t pacing_rate() const;
-  Time pacing_burst(std::uint64_t rate) const;
-  bool pacing_phase(Time now);
   void fill_reply_meta(const RxPath& r, TxMeta* out) const;
 
   // connection_receive.cc
@@ -170,6 +172,23 @@ class Connection {
   // connection_ack.cc
   // The path an ACK or NACK is about, if it names a current path generation.
   TxPath* feedback_path(const wire::CommonHeader& c);
+  // What one ACK newly acknowledged on its path.
+  struct Acked {
+    std::uint32_t packets = 0;
+    std::uint32_t bytes = 0;
+    bool retransmission = false;  // among them a PSN sent more than once
+    std::uint32_t highest = 0;    // one past the highest PSN acknowledged
+  };
+  // What one ACK newly reports received and CE-marked on its path.
+  struct Reported {
+    std::uint32_t rx = 0;
+    std::uint32_t ce = 0;
+  };
+  Acked acknowledge(Time now, TxPath& p, const wire::AckHeader& a);
+  void detect_losses(Time now, TxPath& p, const Acked& acked);
+  void sample_rtt(Time now, TxPath& p, const wire::AckHeader& a);
+  Reported read_counters(TxPath& p, const wire::AckHeader& a);
+  void note_progress(Time now, TxPath& p, std::uint32_t packets);
   void segment_acked(Time now, const SegmentRef& seg);
   void declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check);
   void move_content(TxEntry& e);
@@ -183,9 +202,6 @@ class Connection {
   void update_windows(Time now, TxPath& p, std::uint32_t acked_bytes, std::uint32_t rx_delta,
                       std::uint32_t ce_delta);
   std::uint32_t max_path_window() const;
-  void set_cwnd(TxPath& p, std::uint32_t cwnd);
-  // Something on the path changed that may give it room.
-  void may_send(const TxPath& p) { may_send_.set(p.id); }
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
   Time path_pto(const TxPath& p) const;
@@ -203,7 +219,6 @@ class Connection {
   std::uint8_t confirms_due_ = 0;  // CONFIRMs still to send
   bool send_close_ = false;
   bool send_close_ack_ = false;
-  bool pace_blocked_ = false;
   bool counted_sender_ = false;
   bool peer_seen_ = false;     // DATA has arrived from the peer
   bool peer_backlog_ = false;  // the BACKLOG flag of the latest DATA it sent
@@ -211,7 +226,6 @@ class Connection {
   std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
   std::uint32_t peer_sent_at_ = 0;   // sender timestamp of that DATA
   Time handshake_at_ = kNever;       // next CONNECT/ACCEPT/CLOSE retransmission
-  Time pace_next_ = 0;
   Time last_backlog_ = 0;
   Time peer_noted_at_ = 0;  // when peer_backlog_ was last set
   // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
@@ -220,17 +234,12 @@ class Connection {
   Time ack_timer_at_ = kNever;   // delayed ACKs
   Time srtt_ = 0;                // smoothed RTT over every path's samples
   Time all_failed_since_ = kNever;
-  std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
-  std::uint32_t failed_paths_ = 0;
-  std::uint32_t tail_probes_due_ = 0;
-  std::uint32_t path_cursor_ = 0;
-  std::uint32_t cwnd_;
-  std::uint32_t inflight_ = 0;
+  PathSet paths_;
+  CongestionController cc_;  // the connection-level window, rate hint, ECN seen
+  Pacer pacer_;
   std::uint64_t tx_data_bytes_ = 0;
   std::uint64_t rx_data_bytes_ = 0;
-  std::vector<TxPath> tx_;
   std::vector<RxPath> rx_;
-  PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
   struct PendingNack {
     std::uint8_t path;
     std::uint8_t generation;
@@ -277,21 +286,6 @@ class Connection {
   InboundTable inbound_;
   std::vector<Response> responses_;
   Ring<std::uint32_t> responding_;  // slots with segments never sent
-
-  // Congestion control, connection level.
-  std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
-  std::uint32_t active_paths_ = 0;
-  bool slow_start_ = true;
-  double alpha_ = 0;
-  std::uint32_t window_acked_ = 0;
-  std::uint32_t window_marked_ = 0;
-  Time window_start_ = 0;
-  Time last_cut_ = 0;
-  std::uint64_t rate_hint_bps_ = 0;
-  // Once the fabric has marked anything, marks alone tell congestion; RTT growth is the
-  // signal only on a path with no ECN marking at all (a standing queue at an ECN
-  // bottleneck is the hint's and DCTCP's business, not a reason to read loss as congestion).
-  bool ecn_seen_ = false;
 
   // Statistics.
   std::uint64_t retransmits_ = 0;

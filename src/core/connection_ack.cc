@@ -31,12 +31,6 @@ bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
 
 }  // namespace
 
-void Connection::set_cwnd(TxPath& p, std::uint32_t cwnd) {
-  if (p.state == PathState::kActive) active_cwnd_ = active_cwnd_ - p.cwnd + cwnd;
-  p.cwnd = cwnd;
-  may_send(p);
-}
-
 std::uint32_t Connection::max_path_window() const {
   return cfg_.path_window_packets * (mss_ + kHeaderAllowance);
 }
@@ -47,11 +41,11 @@ Time Connection::path_rto(const TxPath& p) const {
 }
 
 TxPath* Connection::feedback_path(const wire::CommonHeader& c) {
-  if (c.path >= tx_.size()) {
+  if (c.path >= paths_.size()) {
     ctx_.drop(DropReason::kMalformed);
     return nullptr;
   }
-  TxPath& p = tx_[c.path];
+  TxPath& p = paths_[c.path];
   if (c.generation != p.generation) {
     ctx_.drop(DropReason::kStaleGeneration);
     return nullptr;
@@ -59,97 +53,104 @@ TxPath* Connection::feedback_path(const wire::CommonHeader& c) {
   return &p;
 }
 
+// The steps on_ack takes are defined inline below it: each runs once per ACK, and out of
+// line the calls cost about 5% of an ACK's processing.
 void Connection::on_ack(Time now, const wire::Packet& pkt) {
   const wire::AckHeader& a = pkt.ack;
   TxPath* path = feedback_path(pkt.common);
   if (!path) return;
   TxPath& p = *path;
-  may_send(p);
+  paths_.may_send(p);
   if (seq_lt(p.snd_nxt, a.cum_psn) || !sack_within(a, p.snd_nxt)) {
     ctx_.drop(DropReason::kBadAck);
     return;
   }
+  const Acked acked = acknowledge(now, p, a);
+  if (acked.packets > 0) detect_losses(now, p, acked);
+  sample_rtt(now, p, a);
+  const Reported reported = read_counters(p, a);
+  cc_.on_rate_hint(a.rate_kbps);
+  if (acked.packets > 0) note_progress(now, p, acked.packets);
+  update_windows(now, p, acked.bytes, reported.rx, reported.ce);
+  if (p.active() && p.loss_rate > kFailureLossRate && p.stats.lost_packets >= 8) {
+    fail_path(now, p);
+  }
+}
 
-  std::uint32_t newly = 0, acked_bytes = 0;
-  bool acked_retransmission = false;
-  std::uint32_t highest = p.snd_una;  // one past the highest PSN acknowledged now
-  const auto acknowledge = [&](std::uint32_t psn) {
+inline Connection::Acked Connection::acknowledge(Time now, TxPath& p, const wire::AckHeader& a) {
+  Acked acked;
+  acked.highest = p.snd_una;
+  const auto one = [&](std::uint32_t psn) {
     TxEntry& e = p.entry(psn);
     if (e.acked) return;
-    if (e.in_flight) {
-      p.inflight -= e.bytes;
-      inflight_ -= e.bytes;
-    }
-    if (e.lost) {
-      e.lost = false;
-      if (--p.lost_pending == 0) --lost_paths_;
-    }
-    e.acked = true;
-    e.in_flight = false;
-    ++newly;
-    acked_bytes += e.bytes;
-    acked_retransmission |= e.retransmitted;
+    paths_.acknowledged(p, e);
+    ++acked.packets;
+    acked.bytes += e.bytes;
+    acked.retransmission |= e.retransmitted;
     p.largest_acked_order = std::max(p.largest_acked_order, e.order);
-    if (seq_lt(highest, psn + 1)) highest = psn + 1;
+    if (seq_lt(acked.highest, psn + 1)) acked.highest = psn + 1;
     const SegmentRef seg = e.seg;
     segment_acked(now, seg);
   };
   // Everything below the cumulative point, then the bits set above it.
-  for (std::uint32_t psn = p.snd_una; seq_lt(psn, a.cum_psn); ++psn) acknowledge(psn);
+  for (std::uint32_t psn = p.snd_una; seq_lt(psn, a.cum_psn); ++psn) one(psn);
   const std::uint32_t base = a.cum_psn + 1;
   for (std::uint32_t w = 0; w < 4; ++w) {
     for (std::uint64_t bits = a.sack[w]; bits != 0; bits &= bits - 1) {
       const std::uint32_t psn = base + w * 64 + static_cast<std::uint32_t>(std::countr_zero(bits));
-      if (!seq_lt(psn, p.snd_una)) acknowledge(psn);  // bits below snd_una are settled
+      if (!seq_lt(psn, p.snd_una)) one(psn);  // bits below snd_una are settled
     }
   }
   while (p.snd_una != p.snd_nxt && p.entry(p.snd_una).acked) ++p.snd_una;
+  return acked;
+}
 
-  // On one path packets never overtake each other: whatever was sent before a packet
-  // that arrived, and did not arrive, was lost. Resend exactly that, on this path.
-  // First transmissions go out in PSN order, so unless a retransmission was just
-  // acknowledged only the PSNs below the highest acknowledged can be affected.
-  if (newly > 0) {
-    const std::uint32_t end = acked_retransmission ? p.snd_nxt : highest;
-    for (std::uint32_t psn = p.snd_una; seq_lt(psn, end); ++psn) {
-      TxEntry& e = p.entry(psn);
-      if (e.in_flight && e.order < p.largest_acked_order) declare_lost(now, p, e, true);
-    }
+// On one path packets never overtake each other: whatever was sent before a packet that
+// arrived, and did not arrive, was lost. Resend exactly that, on this path. First
+// transmissions go out in PSN order, so unless a retransmission was just acknowledged
+// only the PSNs below the highest acknowledged can be affected.
+inline void Connection::detect_losses(Time now, TxPath& p, const Acked& acked) {
+  const std::uint32_t end = acked.retransmission ? p.snd_nxt : acked.highest;
+  for (std::uint32_t psn = p.snd_una; seq_lt(psn, end); ++psn) {
+    TxEntry& e = p.entry(psn);
+    if (e.in_flight && e.order < p.largest_acked_order) declare_lost(now, p, e, true);
   }
+}
 
+inline void Connection::sample_rtt(Time now, TxPath& p, const wire::AckHeader& a) {
   const std::uint32_t elapsed = static_cast<std::uint32_t>(now) - a.echo_timestamp;
-  if (elapsed < (1u << 31) && elapsed >= a.ack_delay) {
-    const Time sample = elapsed - a.ack_delay;
-    p.rtt.sample(sample);
-    srtt_ = (7 * srtt_ + sample) / 8;
-  }
-  std::uint32_t rx_delta = a.rx_packets - (p.counters_valid ? p.reported_rx : 0);
-  std::uint32_t ce_delta = a.ce_packets - (p.counters_valid ? p.reported_ce : 0);
-  if (p.counters_valid && (std::int32_t(rx_delta) < 0 || std::int32_t(ce_delta) < 0)) {
-    rx_delta = ce_delta = 0;  // the counters only grow: a late ACK's are older
-  } else {
-    p.reported_rx = a.rx_packets;
-    p.reported_ce = a.ce_packets;
-    p.counters_valid = true;
-  }
-  ce_delta = std::min(ce_delta, rx_delta);  // no more marks than packets: alpha stays <= 1
-  p.stats.ce_packets += ce_delta;
-  if (ce_delta > 0) ecn_seen_ = true;
-  if (a.rate_kbps) rate_hint_bps_ = std::uint64_t{a.rate_kbps} * 1000;
+  if (elapsed >= (1u << 31) || elapsed < a.ack_delay) return;  // from the future, or garbled
+  const Time sample = elapsed - a.ack_delay;
+  p.rtt.sample(sample);
+  srtt_ = (7 * srtt_ + sample) / 8;
+}
 
-  if (newly > 0) {
-    p.last_progress = now;
-    p.timeouts = 0;
-    p.tail_probes_sent = 0;
-    p.stats.acked_packets += newly;
-    for (std::uint32_t i = 0; i < newly && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
-    if (p.state == PathState::kFailed) recover_path(now, p);
+// The receiver's cumulative counters of packets received and CE-marked on the path:
+// what is new since the last ACK read.
+inline Connection::Reported Connection::read_counters(TxPath& p, const wire::AckHeader& a) {
+  Reported r;
+  r.rx = a.rx_packets - (p.counters_valid ? p.reported_rx : 0);
+  r.ce = a.ce_packets - (p.counters_valid ? p.reported_ce : 0);
+  if (p.counters_valid && (std::int32_t(r.rx) < 0 || std::int32_t(r.ce) < 0)) {
+    return Reported{};  // the counters only grow: a late ACK's are older
   }
-  update_windows(now, p, acked_bytes, rx_delta, ce_delta);
-  if (p.state == PathState::kActive && p.loss_rate > kFailureLossRate &&
-      p.stats.lost_packets >= 8) {
-    fail_path(now, p);
-  }
+  p.reported_rx = a.rx_packets;
+  p.reported_ce = a.ce_packets;
+  p.counters_valid = true;
+  r.ce = std::min(r.ce, r.rx);  // no more marks than packets: alpha stays <= 1
+  p.stats.ce_packets += r.ce;
+  cc_.on_marks(r.ce);
+  return r;
+}
+
+// Something was acknowledged: the path works, whatever its timers thought.
+inline void Connection::note_progress(Time now, TxPath& p, std::uint32_t packets) {
+  p.last_progress = now;
+  p.timeouts = 0;
+  p.tail_probes_sent = 0;
+  p.stats.acked_packets += packets;
+  for (std::uint32_t i = 0; i < packets && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
+  if (!p.active()) recover_path(now, p);
 }
 
 void Connection::on_nack(Time now, const wire::Packet& pkt) {
@@ -215,23 +216,15 @@ void Connection::segment_acked(Time now, const SegmentRef& seg) {
 }
 
 void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check) {
-  may_send(p);
-  if (e.in_flight) {
-    e.in_flight = false;
-    p.inflight -= e.bytes;
-    inflight_ -= e.bytes;
-  }
-  if (e.lost) return;
-  e.lost = true;
-  if (p.lost_pending++ == 0) ++lost_paths_;
+  if (!paths_.lost(p, e)) return;
   ++p.stats.lost_packets;
   // Loss on a path that is marking or queueing is congestion; loss on a quiet path is
   // damage (a bad link, a black hole) and does not shrink the window, but counts
   // towards declaring the path failed. Where ECN marks, DCTCP's alpha already measures
   // the congestion, and the loss cuts by it as a mark would; without ECN, loss is the
   // only measure, and halves.
-  if (congestion_check && (p.avoid_until > now || (!ecn_seen_ && p.rtt.inflated()))) {
-    on_congestion_signal(now, p, ecn_seen_ ? std::max(p.alpha, 0.25) : 1.0);
+  if (congestion_check && (p.avoid_until > now || (!cc_.ecn_seen() && p.rtt.inflated()))) {
+    on_congestion_signal(now, p, cc_.ecn_seen() ? std::max(p.alpha, 0.25) : 1.0);
   } else {
     p.loss_rate = p.loss_rate * 15.0 / 16 + 1.0 / 16;
   }
@@ -255,15 +248,15 @@ constexpr std::uint8_t kMaxTailProbes = 16;
 
 void Connection::check_timeouts(Time now) {
   path_timer_at_ = kNever;
-  for (TxPath& p : tx_) {
-    if (p.state == PathState::kFailed) {
+  for (TxPath& p : paths_) {
+    if (!p.active()) {
       arm_path_timer(p.probe_at);
       continue;
     }
-    if (p.inflight == 0 && p.lost_pending == 0) continue;
+    if (p.inflight() == 0 && p.lost_pending() == 0) continue;
     if (now < p.last_progress + path_rto(p)) {
       arm_path_timer(p.last_progress + path_rto(p));
-      if (!p.tail_probe && p.inflight > 0 && p.timeouts == 0 &&
+      if (!p.tail_probe() && p.inflight() > 0 && p.timeouts == 0 &&
           p.tail_probes_sent < kMaxTailProbes) {
         // A probe, or its ACK, can be lost too: probe again a PTO after the last send.
         // At the end of the connection's data, on a path that loses packets at random,
@@ -271,9 +264,8 @@ void Connection::check_timeouts(Time now) {
         // fabric link each way), two rarely. Before the end, other paths carry on.
         const Time due = p.last_send + path_pto(p);
         if (now >= due) {
-          p.tail_probe = p.loss_rate > kLossyPathRate && !has_unsent() ? 2 : 1;
+          paths_.probes_due(p, p.loss_rate > kLossyPathRate && !has_unsent() ? 2 : 1);
           ++p.tail_probes_sent;
-          ++tail_probes_due_;
         } else {
           arm_path_timer(due);
         }
@@ -300,32 +292,22 @@ void Connection::check_timeouts(Time now) {
 }
 
 void Connection::fail_path(Time now, TxPath& p) {
-  const bool was_active = p.state == PathState::kActive;
+  const bool was_active = p.active();
   for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
     TxEntry& e = p.entry(psn);
     if (!e.acked) move_content(e);
   }
-  inflight_ -= p.inflight;
-  if (p.lost_pending > 0) --lost_paths_;
   // Re-entropy: a new source port (a new route through ECMP) and a fresh sequence space.
   ++p.generation;
   p.port = fresh_port(p);
-  p.reset_sequence(tx_isn_);
-  if (was_active) {
-    active_cwnd_ -= p.cwnd;
-    --active_paths_;
-    ++failed_paths_;
-  }
-  p.cwnd = std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
+  paths_.failed(p, tx_isn_,
+                std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_));
   p.ssthresh = ~0u;
   p.alpha = 0;
   p.loss_rate = 0;
   p.timeouts = 0;
   p.avoid_until = 0;
-  if (p.tail_probe) --tail_probes_due_;
-  p.tail_probe = 0;
   p.tail_probes_sent = 0;
-  p.state = PathState::kFailed;
   p.probe_at = now;
   p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));
   arm_path_timer(now);
@@ -339,11 +321,7 @@ void Connection::fail_path(Time now, TxPath& p) {
 }
 
 void Connection::recover_path(Time now, TxPath& p) {
-  may_send(p);
-  p.state = PathState::kActive;
-  active_cwnd_ += p.cwnd;
-  ++active_paths_;
-  --failed_paths_;
+  paths_.recovered(p);
   p.timeouts = 0;
   p.last_progress = now;
   p.probe_at = kNever;
@@ -356,10 +334,10 @@ void Connection::update_planes(Time now) {
   bool all_failed = true;
   for (std::uint8_t plane = 0; plane < planes_; ++plane) {
     bool any = false, alive = false;
-    for (const TxPath& p : tx_) {
+    for (const TxPath& p : paths_) {
       if (p.plane != plane) continue;
       any = true;
-      alive |= p.state == PathState::kActive;
+      alive |= p.active();
     }
     if (any && !alive) down |= std::uint8_t(1u << plane);
     all_failed &= any && !alive;
@@ -418,9 +396,9 @@ void Connection::on_congestion_signal(Time now, TxPath& p, double cut_alpha) {
   if (now < p.last_cut + p.rtt.srtt()) return;  // one reduction per round trip
   const std::uint32_t floor =
       cfg_.min_path_window_bytes ? cfg_.min_path_window_bytes : mss_ + kHeaderAllowance;
-  set_cwnd(
-      p, std::max<std::uint32_t>(floor, static_cast<std::uint32_t>(p.cwnd * (1 - cut_alpha / 2))));
-  p.ssthresh = p.cwnd;
+  paths_.set_cwnd(p, std::max<std::uint32_t>(
+                         floor, static_cast<std::uint32_t>(p.cwnd() * (1 - cut_alpha / 2))));
+  p.ssthresh = p.cwnd();
   p.last_cut = now;
 }
 
@@ -437,43 +415,26 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
     p.window_acked = p.window_marked = 0;
     p.window_end = p.snd_nxt;
   }
-  // Per connection, the same over all paths each round trip: a shared bottleneck marks
-  // every path, a hot link only its own.
-  window_acked_ += rx_delta;
-  window_marked_ += ce_delta;
-  if (now >= window_start_ + srtt_) {
-    if (window_acked_ > 0) alpha_ = (1 - g) * alpha_ + g * double(window_marked_) / window_acked_;
-    if (window_marked_ > 0 && now >= last_cut_ + srtt_) {
-      cwnd_ = std::max<std::uint32_t>(4 * (mss_ + kHeaderAllowance),
-                                      static_cast<std::uint32_t>(cwnd_ * (1 - alpha_ / 2)));
-      slow_start_ = false;
-      last_cut_ = now;
-    }
-    window_acked_ = window_marked_ = 0;
-    window_start_ = now;
-  }
+  // Per connection, the same over all paths each round trip.
+  cc_.on_counters(now, srtt_, rx_delta, ce_delta, g, 4 * (mss_ + kHeaderAllowance));
 
   if (ce_delta > 0) {
     // Trim the path that saw the mark and steer the next packets elsewhere.
     on_congestion_signal(now, p, std::max(p.alpha, 0.25));
     return;
   }
-  if (acked_bytes == 0 || p.state != PathState::kActive) return;
+  if (acked_bytes == 0 || !p.active()) return;
   const std::uint32_t cap = max_path_window();
-  if (p.cwnd < p.ssthresh) {
-    set_cwnd(p, std::min(cap, p.cwnd + acked_bytes));
+  if (p.cwnd() < p.ssthresh) {
+    paths_.set_cwnd(p, std::min(cap, p.cwnd() + acked_bytes));
   } else {
     // Coupled increase: all paths together gain about one packet per round trip.
     const std::uint64_t inc =
-        std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(active_cwnd_, 1);
-    set_cwnd(p, static_cast<std::uint32_t>(
-                    std::min<std::uint64_t>(cap, p.cwnd + std::max<std::uint64_t>(inc, 1))));
+        std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(paths_.active_cwnd(), 1);
+    paths_.set_cwnd(p, static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                           cap, p.cwnd() + std::max<std::uint64_t>(inc, 1))));
   }
-  const std::uint32_t active = active_paths_;
-  const std::uint64_t conn_cap = std::uint64_t{cap} * tx_.size();
-  std::uint64_t grown = slow_start_ ? std::uint64_t{cwnd_} + acked_bytes
-                                    : cwnd_ + std::uint64_t{mss_} * acked_bytes * active / cwnd_;
-  cwnd_ = static_cast<std::uint32_t>(std::min(conn_cap, grown));
+  cc_.on_acked(acked_bytes, mss_, paths_.active_paths(), std::uint64_t{cap} * paths_.size());
 }
 
 }  // namespace mroce

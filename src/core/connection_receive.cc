@@ -165,7 +165,7 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
   if (seq_diff(s.rx_next_msn, d.msn) >= (1 << 20)) return invalid;
 
   if (d.op == wire::DataOp::kReadRequest && d.rate_kbps) {
-    rate_hint_bps_ = std::uint64_t{d.rate_kbps} * 1000;  // pace the response to it
+    cc_.on_rate_hint(d.rate_kbps);  // pace the response to it
   }
   InboundMessage* m = inbound_.find(s.id, d.msn);
   if (!m) {

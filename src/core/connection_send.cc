@@ -32,10 +32,6 @@ wire::DataOp request_op(WrOpcode op) {
   return wire::DataOp::kNop;
 }
 
-Time transmit_time(std::uint64_t bytes, std::uint64_t rate_bps) {
-  return rate_bps ? static_cast<Time>(bytes * 8 * 1'000'000'000ull / rate_bps) : 0;
-}
-
 }  // namespace
 
 bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
@@ -50,11 +46,10 @@ bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* ou
   }
   if (!established()) return false;
   if (emit_probe(now, buf, out)) return true;
-  if (now < pace_next_ || pacing_phase(now)) {
-    pace_blocked_ = true;
+  if (pacer_.waiting(now) ||
+      pacer_.start_phase(now, pacing_rate(), srtt_, mss_, has_unsent(), ctx_.random)) {
     return false;
   }
-  pace_blocked_ = false;
   if (emit_retransmit(now, buf, out)) return true;
   if (emit_tail_probe(now, buf, out)) return true;
   return emit_new(now, buf, out);
@@ -189,9 +184,9 @@ bool Connection::emit_ack(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
 }
 
 bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
-  if (failed_paths_ == 0) return false;
-  for (TxPath& p : tx_) {
-    if (p.state != PathState::kFailed || p.probe_at > now) continue;
+  if (paths_.failed_paths() == 0) return false;
+  for (TxPath& p : paths_) {
+    if (p.active() || p.probe_at > now) continue;
     if (p.snd_nxt == p.snd_una) {
       TxEntry& e = p.entry(p.snd_nxt++);
       e = TxEntry{};
@@ -201,11 +196,7 @@ bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) 
       ++p.stats.reentropies;
       ++reentropies_;
     }
-    TxEntry& e = p.entry(p.snd_una);
-    if (e.in_flight) {
-      p.inflight -= e.bytes;
-      inflight_ -= e.bytes;
-    }
+    paths_.resend_probe(p, p.entry(p.snd_una));
     p.probe_at = now + p.probe_interval;
     p.probe_interval = std::min(2 * p.probe_interval, cfg_.max_probe_interval);
     arm_path_timer(p.probe_at);
@@ -222,7 +213,7 @@ std::uint16_t Connection::fresh_port(const TxPath& p) {
         static_cast<std::uint16_t>(cfg_.src_port_base + ctx_.random.below(cfg_.src_port_count));
     if (port == p.port) continue;
     const bool used =
-        std::any_of(tx_.begin(), tx_.end(), [&](const TxPath& q) { return q.port == port; });
+        std::any_of(paths_.begin(), paths_.end(), [&](const TxPath& q) { return q.port == port; });
     if (!used || attempt >= 8) return port;
   }
   return static_cast<std::uint16_t>(cfg_.src_port_base +
@@ -230,16 +221,15 @@ std::uint16_t Connection::fresh_port(const TxPath& p) {
 }
 
 bool Connection::emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
-  if (lost_paths_ == 0) return false;
-  const std::size_t n = tx_.size();
+  if (paths_.lost_paths() == 0) return false;
+  const std::size_t n = paths_.size();
   for (std::size_t k = 0; k < n; ++k) {
-    TxPath& p = tx_[(retransmit_cursor_ + k) % n];
-    if (p.lost_pending == 0 || p.state != PathState::kActive || p.inflight >= p.cwnd) continue;
+    TxPath& p = paths_[(retransmit_cursor_ + k) % n];
+    if (p.lost_pending() == 0 || !p.active() || p.inflight() >= p.cwnd()) continue;
     for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
       TxEntry& e = p.entry(psn);
       if (!e.lost) continue;
-      e.lost = false;
-      if (--p.lost_pending == 0) --lost_paths_;
+      paths_.retransmitting(p, e);
       retransmit_cursor_ = static_cast<std::uint32_t>((p.id + 1) % n);
       transmit(now, p, psn, true, buf, out);
       return true;
@@ -253,15 +243,14 @@ bool Connection::emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* 
 // trips of silence draws an ACK whose SACK shows exactly what is missing, long before
 // the retransmission timeout.
 bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
-  if (tail_probes_due_ == 0) return false;
-  for (TxPath& p : tx_) {
-    if (p.tail_probe == 0) continue;
-    if (p.state != PathState::kActive || p.ring_full() || p.inflight == 0) {
-      p.tail_probe = 0;
-      --tail_probes_due_;
+  if (paths_.tail_probes_due() == 0) return false;
+  for (TxPath& p : paths_) {
+    if (p.tail_probe() == 0) continue;
+    if (!p.active() || p.ring_full() || p.inflight() == 0) {
+      paths_.probes_cancelled(p);
       continue;
     }
-    if (--p.tail_probe == 0) --tail_probes_due_;
+    paths_.probe_sent(p);
     const std::uint32_t psn = p.snd_nxt++;
     p.entry(psn) = TxEntry{};
     ++p.stats.tail_probes;
@@ -272,8 +261,8 @@ bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* 
 }
 
 bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
-  if (inflight_ >= cwnd_) return false;
-  TxPath* p = pick_path(now);
+  if (paths_.inflight() >= cc_.window()) return false;
+  TxPath* p = paths_.pick(now);
   if (!p) return false;
   SegmentRef seg;
   bool moved = false;
@@ -284,51 +273,6 @@ bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   e.seg = seg;
   transmit(now, *p, psn, moved, buf, out);
   return true;
-}
-
-// Round robin over the paths with window room, each path's turns in proportion to its
-// window (deficit round robin): a path trimmed by CE marks gets fewer packets even when
-// pacing, not the windows, limits the connection. A path marked within the last round
-// trip is used only when no clear path has room.
-TxPath* Connection::pick_path(Time now) {
-  const std::size_t n = tx_.size();
-  const std::size_t start = path_cursor_ % n;
-  for (int pass = 0; pass < 2; ++pass) {
-    TxPath* marked = nullptr;
-    bool eligible = false;
-    // The paths that may have room, in index order from the cursor to the end.
-    const auto scan = [&](std::size_t from, std::size_t to) -> TxPath* {
-      for (std::size_t i = may_send_.next(from); i < to; i = may_send_.next(i + 1)) {
-        TxPath& p = tx_[i];
-        if (p.state != PathState::kActive || p.timeouts > 0 || p.ring_full() ||
-            p.inflight >= p.cwnd) {
-          may_send_.clear(i);  // until an ACK, a loss, a window change or a recovery on it
-          continue;
-        }
-        eligible = true;
-        if (p.credit <= 0) continue;
-        if (p.avoid_until > now) {
-          if (!marked) marked = &p;
-          continue;
-        }
-        return &p;
-      }
-      return nullptr;
-    };
-    TxPath* chosen = scan(start, n);
-    if (!chosen) chosen = scan(0, start);
-    if (!chosen) chosen = marked;
-    if (chosen) {
-      path_cursor_ = static_cast<std::uint32_t>((chosen->id + 1) % n);
-      return chosen;
-    }
-    if (!eligible) return nullptr;
-    // Every path with room has spent its turns: a new round.
-    for (TxPath& p : tx_) {
-      p.credit = std::min<std::int64_t>(p.credit + p.cwnd, p.cwnd);
-    }
-  }
-  return nullptr;
 }
 
 bool Connection::segment_valid(const SegmentRef& seg) {
@@ -420,32 +364,7 @@ bool Connection::has_unsent() const {
 }
 
 std::uint64_t Connection::pacing_rate() const {
-  std::uint64_t rate = cfg_.line_rate_bps;
-  if (rate_hint_bps_ > 0) rate = std::min(rate, rate_hint_bps_);
-  return rate;
-}
-
-// The burst allowance shrinks with the rate (a quarter of a round trip's worth, at least
-// a packet), so that a thousand slow senders do not start with a burst each.
-Time Connection::pacing_burst(std::uint64_t rate) const {
-  const std::uint64_t quarter_rtt = rate / 8 * std::max(srtt_, cfg_.initial_rtt) / 4 / kSecond;
-  return transmit_time(std::clamp<std::uint64_t>(quarter_rtt, mss_ + 64, cfg_.pacing_burst_bytes),
-                       rate);
-}
-
-// Senders that start at one moment at one share (a READ fanned out to many peers: every
-// request carries the same share) would send their first packets together. One that
-// shares its bottleneck (paced to at most half its line rate) and starts from idle waits
-// a random phase of up to one packet's time at its rate first; a sender alone on its
-// path pays no delay.
-bool Connection::pacing_phase(Time now) {
-  const std::uint64_t rate = pacing_rate();
-  if (rate > cfg_.line_rate_bps / 2 || pace_next_ > now - std::min(now, pacing_burst(rate)) ||
-      !has_unsent()) {
-    return false;
-  }
-  pace_next_ = now + ctx_.random.below(transmit_time(mss_ + cfg_.wire_overhead_bytes, rate) + 1);
-  return pace_next_ > now;
+  return pacer_.rate(cc_.rate_hint_bps());
 }
 
 void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmit,
@@ -465,7 +384,7 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
   out->wire_length = static_cast<std::uint32_t>(header + payload);
   out->cls = PacketClass::kData;
 
-  if (p.inflight == 0 && p.lost_pending == 0) {
+  if (p.inflight() == 0 && p.lost_pending() == 0) {
     p.last_progress = now;  // arm the timer
     arm_path_timer(now + path_rto(p));
   }
@@ -474,13 +393,10 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
   e.sent_at = now;
   e.order = p.next_order++;
   e.bytes = static_cast<std::uint16_t>(std::min<std::uint32_t>(out->wire_length, 0xffff));
-  e.in_flight = true;
   e.acked = false;
   e.retransmitted = e.sent;  // a resend of this PSN breaks the PSN-order = send-order rule
   e.sent = true;
-  p.credit -= e.bytes;
-  p.inflight += e.bytes;
-  inflight_ += e.bytes;
+  paths_.sent(p, e);
 
   ++p.stats.tx_packets;
   p.stats.tx_bytes += out->wire_length;
@@ -493,13 +409,7 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
     ++retransmits_;
     ++ctx_.counters.tx_retransmits;
   }
-  // Paced senders that share one bottleneck at one rate would move in lockstep, their
-  // packets reaching it together every round: each gap is drawn from [3/4, 5/4) of the
-  // packet's time at the rate (the mean unchanged), so their phases drift apart.
-  const std::uint64_t rate = pacing_rate();
-  const Time gap = transmit_time(out->wire_length + cfg_.wire_overhead_bytes, rate);
-  pace_next_ = std::max(pace_next_, now - std::min(now, pacing_burst(rate))) + gap * 3 / 4 +
-               ctx_.random.below(gap / 2 + 1);
+  pacer_.on_sent(now, out->wire_length, pacing_rate(), srtt_, mss_, ctx_.random);
 }
 
 std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
@@ -512,8 +422,7 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
   c.dst_conn = peer_conn_;
   c.token = peer_token_;
   if (has_unsent()) c.flags |= wire::flags::kBacklog;
-  if (retransmit || p.state == PathState::kFailed || p.timeouts > 0 ||
-      seg.kind == SegmentKind::kNop) {
+  if (retransmit || !p.active() || p.timeouts > 0 || seg.kind == SegmentKind::kNop) {
     c.flags |= wire::flags::kAckRequest;  // resends, probes and fills want an answer at once
   }
   wire::DataHeader d;
@@ -573,7 +482,7 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
   // returns. Where the receiver's ACK delay is more than half the round trip, holding
   // that ACK would leave the path idle for much of each round: ask for it at once. On
   // longer round trips the hold costs little, and the extra ACKs cost more.
-  if (p.inflight + *payload >= p.cwnd && 2 * cfg_.ack_delay > p.rtt.srtt()) {
+  if (p.inflight() + *payload >= p.cwnd() && 2 * cfg_.ack_delay > p.rtt.srtt()) {
     c.flags |= wire::flags::kAckRequest;
   }
   p.ack_requested = (c.flags & wire::flags::kAckRequest) != 0;

@@ -43,6 +43,36 @@ Engine::Engine(const EngineConfig& config) : ctx_(config) {
 
 Engine::~Engine() = default;
 
+namespace {
+
+#ifdef NDEBUG
+constexpr bool kValidate = false;
+#else
+constexpr bool kValidate = true;
+#endif
+
+// Validates the engine when the call it is declared in returns, by whichever path.
+class ValidateOnReturn {
+ public:
+  explicit ValidateOnReturn(const Engine& e) : engine_(e) {}
+  ~ValidateOnReturn() {
+    if constexpr (kValidate) engine_.validate();
+  }
+  ValidateOnReturn(const ValidateOnReturn&) = delete;
+  ValidateOnReturn& operator=(const ValidateOnReturn&) = delete;
+
+ private:
+  const Engine& engine_;
+};
+
+}  // namespace
+
+void Engine::validate() const {
+  for (const auto& c : conns_) {
+    if (c) c->validate();
+  }
+}
+
 std::size_t Engine::max_packet_size() const {
   return wire::max_packet_size(ctx_.config.mss);
 }
@@ -123,6 +153,7 @@ Errc Engine::create_stream(const StreamConfig& config, StreamId* out) {
 }
 
 Errc Engine::connect_stream(Time now, StreamId sid, const Endpoint& peer, StreamId remote) {
+  const ValidateOnReturn check(*this);
   Stream* s = ctx_.stream(sid);
   if (!s) return Errc::kNotFound;
   if (s->state != StreamState::kIdle) return Errc::kInvalidState;
@@ -144,6 +175,7 @@ Errc Engine::connect_stream(Time now, StreamId sid, const Endpoint& peer, Stream
 }
 
 Errc Engine::destroy_stream(Time now, StreamId sid) {
+  const ValidateOnReturn check(*this);
   Stream* s = ctx_.stream(sid);
   if (!s) return Errc::kNotFound;
   if (Connection* c = find(s->conn)) {
@@ -155,6 +187,7 @@ Errc Engine::destroy_stream(Time now, StreamId sid) {
 }
 
 Errc Engine::post_send(Time now, StreamId sid, const SendWr& wr) {
+  const ValidateOnReturn check(*this);
   Stream* s = ctx_.stream(sid);
   if (!s) return Errc::kNotFound;
   if (!valid_opcode(wr.opcode) || wr.num_sge > kMaxSge) return Errc::kInvalidArgument;
@@ -219,6 +252,7 @@ Errc Engine::set_rnr_policy(StreamId sid, std::uint8_t retry, Time timer) {
 
 Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
   (void)now;
+  const ValidateOnReturn check(*this);
   Stream* s = ctx_.stream(sid);
   if (!s) return Errc::kNotFound;
   if (wr.num_sge > kMaxSge) return Errc::kInvalidArgument;
@@ -244,6 +278,7 @@ Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
 }
 
 void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) {
+  const ValidateOnReturn check(*this);
   ++ctx_.counters.rx_packets;
   ctx_.counters.rx_bytes += bytes.size();
   wire::Packet& pkt = rx_;
@@ -443,6 +478,7 @@ void Engine::settle(Time now, Connection& c) {
 }
 
 bool Engine::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
+  const ValidateOnReturn check(*this);
   for (std::size_t n = ready_.size(); n > 0; --n) {
     const ConnId id = ready_.front();
     ready_.pop();
@@ -473,6 +509,7 @@ bool Engine::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
 }
 
 void Engine::on_timer(Time now) {
+  const ValidateOnReturn check(*this);
   expired_.clear();
   while (!heap_.empty() && heap_.top_key() <= now) {
     Connection* c = heap_.top();

@@ -57,6 +57,11 @@ class Engine final : public Transport {
   // a new one evicts the oldest.
   static constexpr std::size_t kMaxHalfOpen = 256;
 
+  // Aborts with a message if a connection's kept totals disagree with its paths. Every
+  // call above that changes state runs it on return in builds without NDEBUG (debug,
+  // sanitizer and fuzz builds), never in release.
+  void validate() const;
+
  private:
   struct EndpointHash {
     std::size_t operator()(const Endpoint& e) const {

@@ -9,8 +9,8 @@ TxPath::TxPath(std::uint32_t window_packets, Time initial_rtt)
 
 void TxPath::reset_sequence(std::uint32_t isn) {
   snd_una = snd_nxt = isn;
-  lost_pending = 0;
-  inflight = 0;
+  lost_pending_ = 0;
+  inflight_ = 0;
   largest_acked_order = 0;
   next_order = 1;
   for (std::uint32_t i = 0; i < window_; ++i) ring_[i] = TxEntry{};

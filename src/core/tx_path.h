@@ -26,25 +26,46 @@ struct alignas(32) TxEntry {
 };
 static_assert(sizeof(TxEntry) == 32);
 
+class PathSet;
+
 // Aligned, with its fields grouped by use, so that a packet sent or acknowledged touches
 // four cache lines of it, and choosing a path reads only the first line of a candidate.
+// The fields that the connection's totals are derived from (state, window, bytes in
+// flight, lost entries, tail probes due) are written only by PathSet, which keeps the
+// totals; everything else is the connection's to change.
 class alignas(64) TxPath {
  public:
   TxPath(std::uint32_t window_packets, Time initial_rtt);
+
+  PathState state() const { return state_; }
+  std::uint32_t cwnd() const { return cwnd_; }
+  std::uint32_t inflight() const { return inflight_; }
+  std::uint32_t lost_pending() const { return lost_pending_; }
+  std::uint8_t tail_probe() const { return tail_probe_; }
+  bool active() const { return state_ == PathState::kActive; }
 
   // Line 1: identity, sequence space, window, credit, avoidance.
   std::uint8_t id = 0;
   std::uint8_t generation = 0;
   std::uint8_t plane = 0;
-  PathState state = PathState::kActive;
+
+ private:
+  friend class PathSet;
+  PathState state_ = PathState::kActive;
+
+ public:
   std::uint16_t port = 0;
   std::uint32_t timeouts = 0;  // consecutive, reset by any progress
 
   // Sequence space [snd_una, snd_nxt) is in flight or awaiting retransmission.
   std::uint32_t snd_una = 0;
   std::uint32_t snd_nxt = 0;
-  std::uint32_t cwnd = 0;
-  std::uint32_t inflight = 0;
+
+ private:
+  std::uint32_t cwnd_ = 0;
+  std::uint32_t inflight_ = 0;  // wire bytes of the entries with in_flight set
+
+ public:
   std::int64_t credit = 0;  // bytes this path may still send in the current round
   Time avoid_until = 0;     // recently marked: prefer other paths
 
@@ -59,12 +80,19 @@ class alignas(64) TxPath {
   bool ring_full() const { return snd_nxt - snd_una >= window_; }
   TxEntry& entry(std::uint32_t psn) { return ring_[psn & (window_ - 1)]; }
   const TxEntry& entry(std::uint32_t psn) const { return ring_[psn & (window_ - 1)]; }
+
+ private:
   void reset_sequence(std::uint32_t isn);
 
+ public:
   // Line 2: acknowledgement and congestion state (bytes); cwnd, inflight and credit
   // are above.
   std::uint32_t largest_acked_order = 0;
-  std::uint32_t lost_pending = 0;  // entries with lost set
+
+ private:
+  std::uint32_t lost_pending_ = 0;  // entries with lost set
+
+ public:
   std::uint32_t ssthresh = ~0u;
   std::uint32_t window_end = 0;     // PSN that closes the current observation window
   std::uint32_t window_acked = 0;   // packets acknowledged in that window
@@ -75,7 +103,11 @@ class alignas(64) TxPath {
   Time last_cut = 0;     // at most one reduction per RTT
   double loss_rate = 0;  // EWMA over packets, for failure detection
   bool counters_valid = false;
-  std::uint8_t tail_probe = 0;        // tail probes due now
+
+ private:
+  std::uint8_t tail_probe_ = 0;  // tail probes due now
+
+ public:
   std::uint8_t tail_probes_sent = 0;  // since the last progress
   bool ack_requested = false;         // the latest transmission asked for an ACK at once
 

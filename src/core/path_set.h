@@ -1,0 +1,130 @@
+// The sending halves of a connection's paths and every total derived from them: bytes
+// in flight, paths with losses to resend, failed and active paths, the active window,
+// tail probes due, and the mask of paths that may have window room. The totals let the
+// send path skip whole stages in O(1); they change only through the verbs below, and
+// validate() recomputes each one from the paths.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/path_mask.h"
+#include "core/tx_path.h"
+
+namespace mroce {
+
+class PathSet {
+ public:
+  // Replaces the paths with n active ones, each with the given window and a sequence
+  // space starting at isn; every path may send.
+  void reset(std::size_t n, std::uint32_t window_packets, Time initial_rtt, std::uint32_t isn,
+             std::uint32_t cwnd);
+
+  std::size_t size() const { return paths_.size(); }
+  bool empty() const { return paths_.empty(); }
+  TxPath& operator[](std::size_t i) { return paths_[i]; }
+  const TxPath& operator[](std::size_t i) const { return paths_[i]; }
+  auto begin() { return paths_.begin(); }
+  auto end() { return paths_.end(); }
+  auto begin() const { return paths_.begin(); }
+  auto end() const { return paths_.end(); }
+
+  std::uint32_t inflight() const { return inflight_; }
+  std::uint32_t lost_paths() const { return lost_paths_; }
+  std::uint32_t failed_paths() const { return failed_paths_; }
+  std::uint32_t active_paths() const { return active_paths_; }
+  std::uint64_t active_cwnd() const { return active_cwnd_; }
+  std::uint32_t tail_probes_due() const { return tail_probes_due_; }
+
+  // Something on the path changed that may give it room.
+  void may_send(const TxPath& p) { may_send_.set(p.id); }
+
+  // The entry went out on the path with e.bytes on the wire: it is in flight.
+  void sent(TxPath& p, TxEntry& e) {
+    e.in_flight = true;
+    p.credit -= e.bytes;
+    p.inflight_ += e.bytes;
+    inflight_ += e.bytes;
+  }
+  // A failed path's probe is sent again: its earlier copy no longer counts in flight.
+  void resend_probe(TxPath& p, TxEntry& e) {
+    if (!e.in_flight) return;
+    p.inflight_ -= e.bytes;
+    inflight_ -= e.bytes;
+  }
+  // The ACK's path must be put in the mask (may_send) once per ACK, as on_ack does.
+  void acknowledged(TxPath& p, TxEntry& e) {
+    if (e.in_flight) {
+      p.inflight_ -= e.bytes;
+      inflight_ -= e.bytes;
+    }
+    if (e.lost) {
+      e.lost = false;
+      if (--p.lost_pending_ == 0) --lost_paths_;
+    }
+    e.acked = true;
+    e.in_flight = false;
+  }
+  // Out of flight and waiting to be sent again; false if it was waiting already.
+  bool lost(TxPath& p, TxEntry& e) {
+    may_send(p);
+    if (e.in_flight) {
+      e.in_flight = false;
+      p.inflight_ -= e.bytes;
+      inflight_ -= e.bytes;
+    }
+    if (e.lost) return false;
+    e.lost = true;
+    if (p.lost_pending_++ == 0) ++lost_paths_;
+    return true;
+  }
+  // A lost entry is about to be sent again.
+  void retransmitting(TxPath& p, TxEntry& e) {
+    e.lost = false;
+    if (--p.lost_pending_ == 0) --lost_paths_;
+  }
+  // The path is failed with a fresh sequence space from isn and the given window;
+  // whatever was on it counts no more.
+  void failed(TxPath& p, std::uint32_t isn, std::uint32_t cwnd);
+  void recovered(TxPath& p);
+  void set_cwnd(TxPath& p, std::uint32_t cwnd) {
+    if (p.active()) active_cwnd_ = active_cwnd_ - p.cwnd_ + cwnd;
+    p.cwnd_ = cwnd;
+    may_send(p);
+  }
+  // Tail probes: `count` due on a path that has none due.
+  void probes_due(TxPath& p, std::uint8_t count) {
+    p.tail_probe_ = count;
+    ++tail_probes_due_;
+  }
+  void probe_sent(TxPath& p) {
+    if (--p.tail_probe_ == 0) --tail_probes_due_;
+  }
+  void probes_cancelled(TxPath& p) {
+    if (p.tail_probe_ == 0) return;
+    p.tail_probe_ = 0;
+    --tail_probes_due_;
+  }
+
+  // The next path to carry a new packet: round robin over the paths with window room,
+  // each path's turns in proportion to its window (deficit round robin), paths marked
+  // within the last round trip only when no clear path has room. Null if none has room.
+  TxPath* pick(Time now);
+
+  // Recomputes every total from the paths and aborts, naming the first that disagrees.
+  void validate() const;
+
+ private:
+  // The totals first: every poll reads some of them, before any path.
+  std::uint32_t inflight_ = 0;
+  std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
+  std::uint32_t failed_paths_ = 0;
+  std::uint32_t active_paths_ = 0;
+  std::uint32_t tail_probes_due_ = 0;
+  std::uint32_t cursor_ = 0;       // where pick's round robin resumes
+  std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
+  std::vector<TxPath> paths_;
+  PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
+};
+
+}  // namespace mroce

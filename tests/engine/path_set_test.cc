@@ -1,0 +1,106 @@
+// PathSet: the verbs keep every total equal to what the paths say, and validate()
+// notices when a path is changed behind the verbs' back.
+#include "core/path_set.h"
+
+#include <gtest/gtest.h>
+
+namespace mroce {
+namespace {
+
+constexpr std::uint32_t kIsn = 1000;
+constexpr std::uint32_t kWindow = 2000;
+
+// Sends one packet of `bytes` on path i, as the connection does.
+TxEntry& send(PathSet& set, std::size_t i, std::uint16_t bytes) {
+  TxPath& p = set[i];
+  TxEntry& e = p.entry(p.snd_nxt++);
+  e = TxEntry{};
+  e.bytes = bytes;
+  e.sent = true;
+  set.sent(p, e);
+  return e;
+}
+
+TEST(PathSet, VerbsKeepTheTotals) {
+  PathSet set;
+  set.reset(4, 8, kMicrosecond, kIsn, kWindow);
+  set.validate();
+  EXPECT_EQ(set.active_paths(), 4u);
+  EXPECT_EQ(set.active_cwnd(), 4u * kWindow);
+
+  TxEntry& a = send(set, 0, 500);
+  TxEntry& b = send(set, 0, 300);
+  send(set, 1, 200);
+  set.validate();
+  EXPECT_EQ(set.inflight(), 1000u);
+
+  EXPECT_TRUE(set.lost(set[0], a));
+  EXPECT_FALSE(set.lost(set[0], a));  // a second declaration counts once
+  set.validate();
+  EXPECT_EQ(set.inflight(), 500u);
+  EXPECT_EQ(set.lost_paths(), 1u);
+
+  set.retransmitting(set[0], a);
+  a.bytes = 400;
+  set.sent(set[0], a);
+  set.acknowledged(set[0], b);
+  set.validate();
+  EXPECT_EQ(set.lost_paths(), 0u);
+  EXPECT_EQ(set.inflight(), 600u);
+
+  set.probes_due(set[2], 2);
+  set.probe_sent(set[2]);
+  set.validate();
+  EXPECT_EQ(set.tail_probes_due(), 1u);
+
+  set.set_cwnd(set[3], 500);
+  set.failed(set[2], kIsn, 100);
+  set.failed(set[0], kIsn, 100);  // takes its packets out of flight
+  set.validate();
+  EXPECT_EQ(set.failed_paths(), 2u);
+  EXPECT_EQ(set.tail_probes_due(), 0u);
+  EXPECT_EQ(set.inflight(), 200u);
+  EXPECT_EQ(set.active_cwnd(), kWindow + 500u);
+
+  set.recovered(set[2]);
+  set.validate();
+  EXPECT_EQ(set.active_cwnd(), kWindow + 600u);
+  EXPECT_EQ(set.active_paths(), 3u);
+}
+
+TEST(PathSetDeathTest, NoticesAnEntryTakenOutOfFlightBehindItsBack) {
+  PathSet set;
+  set.reset(2, 8, kMicrosecond, kIsn, kWindow);
+  TxEntry& e = send(set, 1, 700);
+  set.validate();
+  e.in_flight = false;
+  EXPECT_DEATH(set.validate(), "a path's bytes in flight is 700, the paths say 0 \\(path 1\\)");
+}
+
+TEST(PathSetDeathTest, NoticesALostEntryResentBehindItsBack) {
+  PathSet set;
+  set.reset(2, 8, kMicrosecond, kIsn, kWindow);
+  TxEntry& e = send(set, 0, 700);
+  set.lost(set[0], e);
+  set.validate();
+  e.lost = false;
+  EXPECT_DEATH(set.validate(), "a path's lost entries is 1, the paths say 0");
+}
+
+TEST(PathSetDeathTest, NoticesAPathWithRoomMissingFromTheMask) {
+  PathSet set;
+  set.reset(2, 8, kMicrosecond, kIsn, kWindow);
+  set[0].timeouts = 1;
+  set[1].timeouts = 1;
+  EXPECT_EQ(set.pick(0), nullptr);  // both timed out: pick() drops them from the mask
+  set.validate();
+  // Progress on path 0 without telling the set that it may send again.
+  set[0].timeouts = 0;
+  EXPECT_DEATH(set.validate(), "may-send mask's bit for a path with room .*\\(path 0\\)");
+  set.may_send(set[0]);
+  set.validate();
+  EXPECT_EQ(set.pick(0), &set[0]);
+}
+
+}  // namespace
+}  // namespace mroce
