@@ -2,37 +2,10 @@
 // loss and CE marks, while every operator new in the process is counted.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "baseline/roce_engine.h"
-
-namespace {
-bool g_counting = false;
-std::uint64_t g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
+#include "harness/allocation_counter.h"
 
 namespace mroce::baseline {
 namespace {
@@ -96,7 +69,7 @@ TEST(BaselineAllocation, SteadyStateAllocatesNothingPerPacket) {
   std::vector<std::uint8_t> buf(a.max_packet_size());
   std::uint64_t sent = 0, lost = 0;
   Time now = 0;
-  g_counting = true;
+  mroce::testing::count_allocations(true);
   while (sa.completions < std::uint64_t(kMessages) && now < 1 * kSecond) {
     bool moved = false;
     for (int side = 0; side < 2; ++side) {
@@ -121,14 +94,14 @@ TEST(BaselineAllocation, SteadyStateAllocatesNothingPerPacket) {
     }
     if (!moved) now = std::max(now + 1, std::min(a.next_deadline(), b.next_deadline()));
   }
-  g_counting = false;
+  mroce::testing::count_allocations(false);
   EXPECT_EQ(sa.completions, std::uint64_t(kMessages));
   EXPECT_EQ(sa.failures, 0u);
   EXPECT_GT(sent, 3000u);
   EXPECT_GT(lost, 30u);
   EXPECT_GT(a.counters().tx_retransmits, 0u);
   EXPECT_GT(b.counters().rx_ce_packets, 0u);
-  EXPECT_EQ(g_allocations, 0u);
+  EXPECT_EQ(mroce::testing::allocations(), 0u);
 }
 
 }  // namespace

@@ -3,37 +3,10 @@
 // loss and CE marks, while every operator new in the process is counted.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "core/engine.h"
-
-namespace {
-bool g_counting = false;
-std::uint64_t g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
+#include "harness/allocation_counter.h"
 
 namespace mroce {
 namespace {
@@ -139,16 +112,16 @@ TEST(EngineAllocation, SteadyStateAllocatesNothingPerPacket) {
       ASSERT_EQ(p.b.post_recv(p.now, qb, r), Errc::kOk);
     }
   }
-  g_counting = true;
+  testing::count_allocations(true);
   while (p.sa.completions < std::uint64_t(kMessages) && p.now < 5 * kSecond) p.step();
-  g_counting = false;
+  testing::count_allocations(false);
   EXPECT_EQ(p.sa.completions, std::uint64_t(kMessages));
   EXPECT_EQ(p.sa.failures, 0u);
   EXPECT_GT(p.sent, 3000u);
   EXPECT_GT(p.lost, 30u);
   EXPECT_GT(p.a.counters().tx_retransmits, 0u);
   EXPECT_GT(p.b.counters().rx_ce_packets, 0u);
-  EXPECT_EQ(g_allocations, 0u);
+  EXPECT_EQ(testing::allocations(), 0u);
 }
 
 }  // namespace
