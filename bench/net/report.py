@@ -46,6 +46,9 @@ def verdict(ok):
 
 
 summary = []
+# The testbed of section (c): 4 spines of 1 Gbit/s (run.sh: testbed up --spines 4 --rate 1000).
+FABRIC_GBIT = 4 * 1.0
+MIN_FILL = 0.8
 
 
 def target(text, ok):
@@ -176,15 +179,28 @@ if glob.glob(f"{work}/c-mroce-*.json"):
       "bytes for iperf3). \"failed\": the run ended in an error, so no goodput was measured"
       + (" (" + "; ".join(roce_failures) + ")" if roce_failures else "") + ".")
     w("")
-    keep = ratio(goodput.get(1), goodput.get(0))
-    w(f"- At 1% loss MetaRoCE keeps {fmt(keep)} of its lossless goodput (target 0.90): "
-      f"{target(f'testbed, 1% loss: {fmt(keep)} of lossless goodput (target 0.90)', keep is not None and keep >= 0.9)}.")
+    # A share of the lossless goodput says how well loss is borne only when the lossless
+    # runs themselves fill the fabric; a slow lossless median makes any ratio look good.
+    lossless = goodput.get(0)
+    fill = ratio(lossless, FABRIC_GBIT)
+    keep = ratio(goodput.get(1), lossless)
+    w(f"- Lossless median {fmt(lossless)} Gbit/s, {fmt(fill)} of the fabric's "
+      f"{fmt(FABRIC_GBIT, 1)} Gbit/s.")
+    if fill is not None and fill >= MIN_FILL:
+        w(f"- At 1% loss MetaRoCE keeps {fmt(keep)} of its lossless goodput (target 0.90): "
+          f"{target(f'testbed, 1% loss: {fmt(keep)} of a lossless {fmt(lossless)} Gbit/s (target 0.90)', keep is not None and keep >= 0.9)}.")
+    else:
+        text = (f"testbed, 1% loss: {fmt(keep)} of a lossless {fmt(lossless)} Gbit/s, not judged: "
+                f"the lossless runs filled {fmt(fill)} of the fabric (at least {MIN_FILL} needed)")
+        summary.append(f"- {text}: **not judged**")
+        w(f"- At 1% loss MetaRoCE moves {fmt(keep)} x its lossless goodput; not judged against "
+          f"the 0.90 target, because the lossless runs filled only {fmt(fill)} of the fabric.")
     for loss in (1, 10):
         rr = ratio(goodput.get(loss), tcp_best.get(loss))
         w(f"- At {loss}% loss MetaRoCE / best TCP variant = {fmt(rr)} (target above 1): "
           f"{target(f'testbed, {loss}% loss: {fmt(rr)} x the best TCP variant (target above 1)', rr is not None and rr > 1)}.")
     keep10 = ratio(goodput.get(10), goodput.get(0))
-    w(f"- At 10% loss MetaRoCE keeps {fmt(keep10)} of its lossless goodput.")
+    w(f"- At 10% loss MetaRoCE moves {fmt(keep10)} x its lossless goodput.")
     for loss, (rt, data) in sorted(retx.items()):
         w(f"- {loss}% loss, first run: {rt} retransmissions for {data} data packets sent.")
     w("")
