@@ -2,8 +2,8 @@
 # Configures and builds one flavour of the tree.
 #   scripts/build.sh            release build in build/
 #   scripts/build.sh asan       clang, ASan+UBSan, libFuzzer targets, in build-asan/
-#   scripts/build.sh tsan       clang, ThreadSanitizer, in build-tsan/: only what the
-#                               net, verbs and sim tests run (the rest has no threads)
+#   scripts/build.sh tsan       clang, ThreadSanitizer, in build-tsan/ (test.sh runs its
+#                               net, verbs and sim tests: the rest has no threads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
@@ -23,9 +23,7 @@ case "$flavour" in
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DMROCE_TSAN=ON -DMROCE_BENCH=OFF >/dev/null
-    cmake --build build-tsan -j "$jobs" --target net_loopback_test net_security_test \
-      net_two_process_test net_args_test mroce-perf verbs_support_test verbs_abi_test \
-      mroce-run mroce-udp-probe sim_tests sim_claims_tests
+    cmake --build build-tsan -j "$jobs"
     ;;
   *)
     echo "build.sh: unknown flavour '$flavour' (release, asan or tsan)" >&2

@@ -27,8 +27,11 @@ std::uint64_t wr_seq(std::uint64_t id) {
 }
 
 // Whether the message for latency round trip `n` has fully landed in our receive slot.
+// The engine publishes a WRITE's last byte last, with a release store: an acquire load
+// of it also makes the rest of the message visible to this thread.
 bool landed(Session& s, std::uint32_t size, std::uint8_t tag) {
-  return reinterpret_cast<volatile std::uint8_t*>(s.slot(0, kRxSlot))[size - 1] == tag;
+  const auto* last = reinterpret_cast<const std::uint8_t*>(s.slot(0, kRxSlot)) + size - 1;
+  return __atomic_load_n(last, __ATOMIC_ACQUIRE) == tag;
 }
 
 }  // namespace
