@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,7 +26,7 @@ namespace mroce {
 
 enum class Progress : std::uint8_t {
   kThread,    // a background thread blocks on the sockets and timers (default)
-  kBusyPoll,  // a background thread spins: lowest latency, one core busy
+  kBusyPoll,  // a background thread spins, parked while the application polls its CQs
   kManual,    // no thread: the application calls Device::progress()
 };
 
@@ -45,6 +46,17 @@ struct DeviceOptions {
   std::uint64_t line_rate_bps = 10'000'000'000;
   std::uint64_t rx_capacity_bps = 0;  // 0: line_rate_bps
   bool gso = true;                    // batch sends with UDP GSO where the kernel offers it
+  bool tx_uring = false;  // one io_uring submission per flush, not a sendmmsg per socket
+  // Runs the sleeping progress thread (Progress::kThread) at real-time priority
+  // (SCHED_FIFO 1), so that on a loaded host an arrival is served when it wakes the
+  // thread, not after busy tasks' time slices. Needs CAP_SYS_NICE or RLIMIT_RTPRIO;
+  // Device::open fails when refused. Ignored in the other progress modes.
+  bool progress_realtime = false;
+  // Threads driving the device (Progress::kThread only): 1, one progress thread doing
+  // everything; N > 1, a transmit thread (timers and sends) and N - 1 receive threads,
+  // each reading its share of the sockets outside the engine lock and handing what it
+  // read to the engine itself. Range 1..16.
+  std::uint16_t progress_threads = 1;
   bool gro = true;
   // The host's own receive queue is a bottleneck too: when more than this many bytes wait
   // in a socket's receive buffer, ECN-capable datagrams read from it are handed to the
@@ -54,12 +66,20 @@ struct DeviceOptions {
 };
 
 class CompletionQueue;
+class SharedReceiveQueue;
 
 struct QpOptions {
   CompletionQueue* send_cq = nullptr;
   CompletionQueue* recv_cq = nullptr;
+  // Receives come from this queue (of the same device); post_recv is then refused.
+  SharedReceiveQueue* srq = nullptr;
   StreamConfig stream;      // queue depths, inline size, RNR retry
   bool sq_sig_all = false;  // every send completes with an entry, as ibv's sq_sig_all
+  // A datagram queue pair (Verbs' UD): never connected; post_datagram sends, each
+  // receive takes one message behind a 40-byte GRH. Depths and inline size come from
+  // `stream`; srq must be null.
+  bool datagram = false;
+  std::uint32_t qkey = 0;
 };
 
 class MemoryRegion {
@@ -75,14 +95,30 @@ class CompletionQueue {
  public:
   virtual ~CompletionQueue() = default;
   // Up to max completions, oldest first; returns how many.
-  // With Progress::kManual, a poll that finds nothing first runs one progress step of
-  // the device, so programs that only poll their CQs (as Verbs programs do) progress.
+  // With Progress::kManual or kBusyPoll, a poll that finds nothing first runs one
+  // progress step of the device, so programs that only poll their CQs (as Verbs programs
+  // do) progress; a busy-poll thread parks while such polls keep coming.
   virtual int poll(Completion* out, int max) = 0;
+  // True when a poll would find nothing (a look, no progress step).
+  virtual bool empty() const = 0;
   // A file descriptor that becomes readable when a completion arrives after
   // request_notify(); read() it (8 bytes) to re-arm, as with a completion channel.
   virtual int fd() const = 0;
   virtual void request_notify(bool solicited_only) = 0;
   virtual int capacity() const = 0;
+};
+
+// Receives shared by the queue pairs created on it: each message takes the oldest.
+class SharedReceiveQueue {
+ public:
+  virtual ~SharedReceiveQueue() = default;
+  virtual SrqId id() const = 0;
+  virtual std::uint32_t depth() const = 0;
+  virtual Errc post_recv(const RecvWr& wr) = 0;
+  // Arms a one-shot EventKind::kSrqLimitReached for when fewer than `limit` receives
+  // remain; 0 disarms. limit() is 0 again once the event fired.
+  virtual Errc set_limit(std::uint32_t limit) = 0;
+  virtual std::uint32_t limit() const = 0;
 };
 
 class QueuePair {
@@ -97,8 +133,26 @@ class QueuePair {
   // Receiver-not-ready retries (7: forever) and the wait between them, for work posted
   // from now on (Verbs sets them when the queue pair moves to RTR/RTS).
   virtual Errc set_rnr_policy(std::uint8_t retry, Time timer) = 0;
+  // Verbs' move to ERR: posted work completes with WR_FLUSH_ERR, later work too.
+  virtual Errc set_error() { return Errc::kNotSupported; }
+  // What the peer may do to this endpoint's memory through this queue pair (access::
+  // kRemote* bits, Verbs' qp_access_flags); all three until set.
+  virtual Errc set_remote_access(std::uint32_t rights) = 0;
+  // The application is done with it, but keeps it a moment so that its last
+  // acknowledgements leave: it takes no more shared receives and refuses nothing aloud.
+  virtual Errc quiesce() = 0;
   virtual StreamState state() const = 0;
   virtual const QpOptions& options() const = 0;
+  // Datagram queue pairs: one SEND or SEND_WITH_IMM of at most the MTU to `dest`, and
+  // the Q_Key that incoming datagrams must carry.
+  virtual Errc post_datagram(const SendWr& wr, const DatagramDest& dest) {
+    (void)wr, (void)dest;
+    return Errc::kNotSupported;
+  }
+  virtual Errc set_qkey(std::uint32_t qkey) {
+    (void)qkey;
+    return Errc::kNotSupported;
+  }
   // Posts a list of send work requests with one doorbell (as ibv_post_send does with a
   // chain): the transport sees them all before anything is sent, so their packets leave
   // in larger batches. Stops at the first refused request; *posted (if not null) says
@@ -135,8 +189,12 @@ struct DatapathCounters {
   std::uint64_t rx_gro_reads = 0;      // reads holding more than one datagram
   std::uint64_t rx_truncated = 0;      // larger than any datagram we send: discarded
   std::uint64_t rx_socket_drops = 0;   // dropped by the kernel for a full receive buffer
-  std::uint64_t rx_local_ce = 0;       // marked CE here for a deep receive queue
-  std::uint64_t wakeups = 0;           // times the progress thread woke up
+  // Dropped by the kernel for a bad UDP checksum: counted for the whole network namespace
+  // (the kernel keeps no count per socket), at most what our sockets lost, and not
+  // counted in rx_socket_drops.
+  std::uint64_t rx_checksum_errors = 0;
+  std::uint64_t rx_local_ce = 0;  // marked CE here for a deep receive queue
+  std::uint64_t wakeups = 0;      // times the progress thread woke up
 };
 
 class Device {
@@ -158,6 +216,8 @@ class Device {
                                                     std::uint64_t iova, std::uint32_t access) = 0;
   virtual std::unique_ptr<CompletionQueue> create_cq(int capacity) = 0;
   virtual std::unique_ptr<QueuePair> create_qp(const QpOptions& options) = 0;
+  // Outlives the queue pairs created on it.
+  virtual std::unique_ptr<SharedReceiveQueue> create_srq(std::uint32_t depth) = 0;
 
   // Manual progress: handle what arrived and what is due, then return.
   virtual void progress() = 0;
@@ -173,6 +233,9 @@ class Device {
   // Connection and path events (established, path failed, plane down, ...) since the
   // last call, oldest first; the most recent 4096 are kept.
   virtual std::vector<Event> take_events() = 0;
+  // Called with every event as it happens, from inside the engine (under its lock): it
+  // must not call back into the device. For asynchronous notification (Verbs' async fd).
+  virtual void set_event_hook(std::function<void(const Event&)> hook) = 0;
   // Why the last reg_mr, create_cq or create_qp of this device returned null: one line.
   virtual std::string last_error() const = 0;
 };

@@ -70,7 +70,9 @@ enum class SettingUnit : std::uint8_t { kCount, kBytes, kTime, kRate, kRatio };
   X(Time, connect_retry, "connect_retry", kTime, 1 * kMillisecond, kMicrosecond, 60 * kSecond,   \
     "first set-up retry, doubling to 1 s (set-up crosses the same lossy fabric as data)")        \
   X(std::uint32_t, pacing_burst_bytes, "pacing_burst", kBytes, 64 * 1024, 1024, 64 << 20,        \
-    "bytes the pacer lets out at once (timer granularity of real hosts)")
+    "bytes the pacer lets out at once (timer granularity of real hosts)")                        \
+  X(std::uint32_t, path_train_bytes, "path_train", kBytes, 0, 0, 16 << 20,                       \
+    "bytes of new data a path sends in a row before the next path's turn (0: one packet a turn)")
 
 struct EngineConfig {
   // One address per plane (local interface). Path i of a connection uses plane
@@ -80,6 +82,9 @@ struct EngineConfig {
   // False: packets carry headers only and no payload is copied (simulator); both
   // ends must agree.
   bool carry_payload = true;
+  // With carry_payload: DATA payload in registered memory is referenced from TxMeta
+  // instead of copied into the packet buffer, where it lies in one SGE (the UDP stack).
+  bool payload_by_reference = false;
   bool accept_incoming = true;
 
 #define MROCE_SETTING_MEMBER(type, member, name, unit, def, min, max, meaning) type member = def;

@@ -9,6 +9,7 @@ Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time
       cfg_(ctx.config),
       id_(id),
       mss_(ctx.config.mss),
+      paths_(ctx.entries),
       cc_(ctx.config.initial_window_bytes),
       pacer_(ctx.config),
       peer_(peer),
@@ -17,8 +18,7 @@ Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time
                                           : static_cast<std::uint32_t>(ctx.random.next())),
       started_(now),
       port_salt_(static_cast<std::uint32_t>(ctx.random.next())),
-      inbound_(ctx.config.max_inbound_messages),
-      responses_(ctx.config.max_responses) {}
+      inbound_(ctx.config.max_inbound_messages) {}
 
 std::uint16_t Connection::pool_port(std::uint32_t i) const {
   return static_cast<std::uint16_t>(cfg_.src_port_base + (port_salt_ + i) % cfg_.src_port_count);
@@ -42,8 +42,7 @@ void Connection::adopt_peer(const wire::HandshakeHeader& hs) {
   mss_ = std::min(cfg_.mss, hs.mss);
   peer_max_messages_ = hs.max_messages;
   peer_max_responses_ = hs.max_responses;
-  if (rx_.size() != hs.paths) rx_.assign(hs.paths, RxPath{});
-  ack_queue_.reserve(hs.paths);  // a path is queued once at most: no growth per packet
+  peer_paths_ = hs.paths;
 }
 
 void Connection::on_handshake(Time now, const wire::Packet& pkt) {
@@ -97,9 +96,16 @@ void Connection::establish(Time now) {
   const std::uint32_t per_path =
       std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
   paths_.reset(cfg_.paths, cfg_.path_window_packets, cfg_.initial_rtt, tx_isn_, per_path);
+  paths_.set_train(cfg_.path_train_bytes);
+  // The receiving tables too wait for a proven peer: a flood of CONNECTs costs no more.
+  if (rx_.size() != peer_paths_) rx_.assign(peer_paths_, RxPath{});
+  ack_queue_.reserve(peer_paths_);  // a path is queued once at most: no growth per packet
+  inbound_.open();                  // response slots are made as READs and atomics arrive
   for (TxPath& p : paths_) {
     p.plane = static_cast<std::uint8_t>(p.id % planes_);
-    p.port = pool_port(p.id);
+    p.port = p.home_port = pool_port(p.id);
+    p.home_after = kFirstHomecoming;
+    p.fate = p.id;
     p.stats.plane = p.plane;
     p.stats.src_port = p.port;
   }
@@ -116,6 +122,10 @@ void Connection::establish(Time now) {
 void Connection::on_close(Time now, bool ack) {
   if (ack) {
     if (state_ == ConnState::kClosing) state_ = ConnState::kClosed;
+    return;
+  }
+  if (state_ == ConnState::kTimeWait) {
+    send_close_ack_ = true;  // our CLOSE_ACK was lost
     return;
   }
   // The peer has no streams left here: ours that still point at it cannot progress.
@@ -273,6 +283,10 @@ void Connection::update_activity(Time now) {
 
 void Connection::on_timer(Time now) {
   if (finished()) return;
+  if (state_ == ConnState::kTimeWait) {
+    if (now >= time_wait_until_) state_ = ConnState::kClosed;
+    return;
+  }
   switch (state_) {
     case ConnState::kConnecting:
     case ConnState::kAccepting:
@@ -321,6 +335,7 @@ void Connection::on_timer(Time now) {
 
 Time Connection::next_deadline() const {
   if (finished()) return kNever;
+  if (state_ == ConnState::kTimeWait) return time_wait_until_;
   Time t = kNever;
   if (state_ != ConnState::kEstablished) {
     t = std::min(t, started_ + cfg_.connect_timeout);

@@ -43,6 +43,10 @@ struct Response {
 
 class Connection {
  public:
+  // How long a connection closed by its peer answers the peer's retried CLOSE: the
+  // closer's first nine retries (1 ms doubling), 20 CLOSEs (SPEC §4.3).
+  static constexpr Time kTimeWaitDuration = kSecond;
+
   Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time now);
 
   // Set-up.
@@ -51,6 +55,9 @@ class Connection {
   void on_confirm(Time now);
   void on_close(Time now, bool ack);
   std::uint32_t peer_conn() const { return peer_conn_; }
+  std::uint64_t peer_token() const { return peer_token_; }
+  // A CLOSE_ACK is due and not sent yet.
+  bool close_ack_owed() const { return send_close_ack_; }
   // An ACCEPT must come from the endpoint we are connecting to: one of its addresses is
   // the one we know it by, with its listening port.
   bool answers_from_peer(const wire::HandshakeHeader& hs) const {
@@ -66,6 +73,8 @@ class Connection {
   // Until the connection is established or adopted by a local stream, set-up answers
   // go to the source of the latest CONNECT, never to an address the CONNECT names.
   void answer_at(const Endpoint& source) { reply_to_ = source; }
+  // The source of the latest CONNECT, ACCEPT or CLOSE: an answer to it goes there.
+  void heard_from(const Endpoint& source) { answer_to_ = source; }
   const Endpoint& handshake_destination() const { return reply_to_.port ? reply_to_ : peer_; }
   bool has_streams() const { return !streams_.empty(); }
 
@@ -102,6 +111,8 @@ class Connection {
   Time heap_key = kNever;
   bool in_ready = false;
   bool half_open = false;  // in the engine's table of unproven set-ups
+  // The application put the stream in error: its open work is flushed.
+  void flush_to_error(Stream& s) { flush_stream(s, WcStatus::kWrFlushErr); }
 
  private:
   // connection.cc
@@ -133,7 +144,8 @@ class Connection {
   void transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmit,
                 std::span<std::uint8_t> buf, TxMeta* out);
   std::size_t build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
-                         bool retransmit, std::span<std::uint8_t> buf, std::uint32_t* payload);
+                         bool retransmit, std::span<std::uint8_t> buf, std::uint32_t* payload,
+                         const std::uint8_t** reference);
   bool has_unsent() const;
   std::uint64_t pacing_rate() const;
   void fill_reply_meta(const RxPath& r, TxMeta* out) const;
@@ -149,6 +161,7 @@ class Connection {
   Outcome place_request(Time now, Stream& s, const wire::DataHeader& d,
                         std::span<const std::uint8_t> payload);
   // The first packet of a message: its inbound record, and the checks made once per message.
+  bool take_shared(Time now, Stream& s, std::uint32_t ssn);
   Outcome open_message(Time now, Stream& s, const wire::DataHeader& d, InboundMessage** out);
   // Which segment of `m` the packet is; false if its offset or length does not fit.
   bool segment_index(const InboundMessage& m, const wire::DataHeader& d,
@@ -187,14 +200,33 @@ class Connection {
   Acked acknowledge(Time now, TxPath& p, const wire::AckHeader& a);
   void detect_losses(Time now, TxPath& p, const Acked& acked);
   void sample_rtt(Time now, TxPath& p, const wire::AckHeader& a);
+  bool older_than_read(const TxPath& p, const wire::AckHeader& a) const;
   Reported read_counters(TxPath& p, const wire::AckHeader& a);
   void note_progress(Time now, TxPath& p, std::uint32_t packets);
   void segment_acked(Time now, const SegmentRef& seg);
   void declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_check);
+  bool loses_far_more(const TxPath& p) const;
   void move_content(TxEntry& e);
   void check_timeouts(Time now);
   void fail_path(Time now, TxPath& p);
+  void reroute_path(Time now, TxPath& p);
+  void go_home(Time now, TxPath& p, bool scouting);
+  // How long a path that a failure moved off its set-up port waits before trying that
+  // port again: a heal is found within about this; each time home is still dead, twice
+  // as long.
+  // A group's scout waits at most kLastScouting; the rest of its group wait for the
+  // scout's word, or kLastHomecoming on their own.
+  static constexpr Time kFirstHomecoming = 500 * kMillisecond;
+  static constexpr Time kLastScouting = 1 * kSecond;
+  static constexpr Time kLastHomecoming = 16 * kSecond;
+  void home_answered(Time now, TxPath& p);
+  void schedule_home(Time now, TxPath& p);
   void recover_path(Time now, TxPath& p);
+  // How many of the other paths a new port would share its route with, as far as the
+  // connection knows (same port, or a port whose home path shares fate with it), plus
+  // a large penalty if the route is believed dead.
+  std::uint32_t crowding(const TxPath& p, std::uint16_t port, const std::uint16_t* port_fate) const;
+  static constexpr std::uint16_t kUnknownFate = 0xffff;
   void update_planes(Time now);
   void complete_sends(Time now, Stream& s);
   void fail_wqe(Time now, Stream& s, Wqe& w, WcStatus status);
@@ -258,6 +290,7 @@ class Connection {
   // Identities (set-up exchanges them).
   Endpoint peer_;
   Endpoint reply_to_;  // port 0: none, answers go to peer_
+  Endpoint answer_to_;
   bool initiator_ = false;
   std::uint64_t local_token_;
   std::uint32_t tx_isn_;
@@ -266,12 +299,14 @@ class Connection {
   std::uint8_t planes_ = 1;  // used: min(local, peer)
   std::uint16_t peer_max_messages_ = 0;
   std::uint16_t peer_max_responses_ = 0;
+  std::uint16_t peer_paths_ = 0;  // its receive paths are allocated once established
 
   // Set-up and tear-down retransmission.
   Time started_ = 0;
   Time handshake_interval_ = 0;
   std::uint32_t handshake_tries_ = 0;
   bool send_connect_ = false;
+  Time time_wait_until_ = kNever;
 
   // Paths.
   std::uint32_t retransmit_cursor_ = 0;
@@ -289,6 +324,8 @@ class Connection {
 
   // Statistics.
   std::uint64_t retransmits_ = 0;
+  Time fate_until_ = 0;          // a home route dying before this shares the fate below
+  std::uint8_t fate_label_ = 0;  // the label of the latest group of home routes that died
   std::uint64_t reentropies_ = 0;
   std::uint64_t path_failures_ = 0;
   std::uint64_t plane_failures_ = 0;

@@ -1,7 +1,7 @@
 // The sending half's feedback: ACKs (SACK per path, RTT, ECN counts, the receiver's
 // rate hint), NACKs, loss recovery on the path that lost, timeouts, and the line
-// between congestion (marks, RTT growth: shrink the window) and failure (silence,
-// heavy loss without marks: move the content away and give the path a new route).
+// between congestion (marks, RTT growth: shrink the window), a bad route (loss far above
+// the other paths', without marks: a new route) and failure (silence: fail the path).
 #include <algorithm>
 #include <bit>
 
@@ -13,8 +13,9 @@ namespace mroce {
 namespace {
 
 constexpr std::uint32_t kHeaderAllowance = 64;  // per-packet header bytes in window sizes
-constexpr double kFailureLossRate = 0.5;        // loss EWMA that reads as a broken route
+constexpr double kBadRouteLossRate = 0.5;       // loss EWMA that reads as a bad route
 constexpr double kLossyPathRate = 1.0 / 16;     // loss EWMA above which tail probes go in pairs
+constexpr double kFarMoreLoss = 4;              // a bad route's loss EWMA against the others' mean
 
 // True when the bitmap claims nothing at or beyond snd_nxt.
 bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
@@ -61,20 +62,51 @@ void Connection::on_ack(Time now, const wire::Packet& pkt) {
   if (!path) return;
   TxPath& p = *path;
   paths_.may_send(p);
-  if (seq_lt(p.snd_nxt, a.cum_psn) || !sack_within(a, p.snd_nxt)) {
+  // Every generation counts from the ISN: a cumulative point behind it, or beyond
+  // snd_nxt, was never a receiver's.
+  if (a.cum_psn - tx_isn_ > p.snd_nxt - tx_isn_ || !sack_within(a, p.snd_nxt)) {
     ctx_.drop(DropReason::kBadAck);
     return;
   }
   const Acked acked = acknowledge(now, p, a);
   if (acked.packets > 0) detect_losses(now, p, acked);
+  if (older_than_read(p, a)) {
+    // Replayed, duplicated or overtaken: its SACK bits are still true, but its echo
+    // and counters are stale, and a replay must not stretch the RTT nor feed the window.
+    ctx_.drop(DropReason::kOldAck);
+    if (acked.packets > 0) note_progress(now, p, acked.packets);
+    return;
+  }
   sample_rtt(now, p, a);
   const Reported reported = read_counters(p, a);
   cc_.on_rate_hint(a.rate_kbps);
   if (acked.packets > 0) note_progress(now, p, acked.packets);
   update_windows(now, p, acked.bytes, reported.rx, reported.ce);
-  if (p.active() && p.loss_rate > kFailureLossRate && p.stats.lost_packets >= 8) {
-    fail_path(now, p);
+  if (p.active() && p.loss_rate > kBadRouteLossRate && p.stats.lost_packets >= 8 &&
+      loses_far_more(p)) {
+    // Off home too, and back later like a path that failed; home that still loses
+    // this much is a failed homecoming.
+    if (p.homing) {
+      p.home_after = std::min(2 * p.home_after, p.scout ? kLastScouting : kLastHomecoming);
+    }
+    reroute_path(now, p);
+    p.homing = false;
+    if (p.home_at == kNever) schedule_home(now, p);
   }
+}
+
+// Loss the connection's other paths share (random loss all over the fabric, drops at
+// the receiver's socket) is no route's fault, and a new port would not escape it: only
+// a path losing several times what the others lose at the same time has a bad route.
+bool Connection::loses_far_more(const TxPath& p) const {
+  double others = 0;
+  std::uint32_t n = 0;
+  for (const TxPath& q : paths_) {
+    if (&q == &p || !q.active()) continue;
+    others += q.loss_rate;
+    ++n;
+  }
+  return n == 0 || p.loss_rate > kFarMoreLoss * others / n;
 }
 
 inline Connection::Acked Connection::acknowledge(Time now, TxPath& p, const wire::AckHeader& a) {
@@ -102,6 +134,7 @@ inline Connection::Acked Connection::acknowledge(Time now, TxPath& p, const wire
     }
   }
   while (p.snd_una != p.snd_nxt && p.entry(p.snd_una).acked) ++p.snd_una;
+  paths_.settle(p);
   return acked;
 }
 
@@ -125,6 +158,15 @@ inline void Connection::sample_rtt(Time now, TxPath& p, const wire::AckHeader& a
   srtt_ = (7 * srtt_ + sample) / 8;
 }
 
+// The receiver counts the packets it accepted on the path and echoes the latest one's
+// timestamp: an ACK counting fewer, or as many with an echo no newer, says nothing the
+// last one read did not.
+inline bool Connection::older_than_read(const TxPath& p, const wire::AckHeader& a) const {
+  if (!p.counters_valid) return false;
+  const auto rx = std::int32_t(a.rx_packets - p.reported_rx);
+  return rx < 0 || (rx == 0 && std::int32_t(a.echo_timestamp - p.reported_echo) <= 0);
+}
+
 // The receiver's cumulative counters of packets received and CE-marked on the path:
 // what is new since the last ACK read.
 inline Connection::Reported Connection::read_counters(TxPath& p, const wire::AckHeader& a) {
@@ -136,6 +178,7 @@ inline Connection::Reported Connection::read_counters(TxPath& p, const wire::Ack
   }
   p.reported_rx = a.rx_packets;
   p.reported_ce = a.ce_packets;
+  p.reported_echo = a.echo_timestamp;
   p.counters_valid = true;
   r.ce = std::min(r.ce, r.rx);  // no more marks than packets: alpha stays <= 1
   p.stats.ce_packets += r.ce;
@@ -151,6 +194,7 @@ inline void Connection::note_progress(Time now, TxPath& p, std::uint32_t packets
   p.stats.acked_packets += packets;
   for (std::uint32_t i = 0; i < packets && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
   if (!p.active()) recover_path(now, p);
+  if (p.homing) home_answered(now, p);
 }
 
 void Connection::on_nack(Time now, const wire::Packet& pkt) {
@@ -219,10 +263,10 @@ void Connection::declare_lost(Time now, TxPath& p, TxEntry& e, bool congestion_c
   if (!paths_.lost(p, e)) return;
   ++p.stats.lost_packets;
   // Loss on a path that is marking or queueing is congestion; loss on a quiet path is
-  // damage (a bad link, a black hole) and does not shrink the window, but counts
-  // towards declaring the path failed. Where ECN marks, DCTCP's alpha already measures
-  // the congestion, and the loss cuts by it as a mark would; without ECN, loss is the
-  // only measure, and halves.
+  // damage (a bad link, a hot spot) and does not shrink the window, but counts towards
+  // re-routing the path. Where ECN marks, DCTCP's alpha already measures the
+  // congestion, and the loss cuts by it as a mark would; without ECN, loss is the only
+  // measure, and halves.
   if (congestion_check && (p.avoid_until > now || (!cc_.ecn_seen() && p.rtt.inflated()))) {
     on_congestion_signal(now, p, cc_.ecn_seen() ? std::max(p.alpha, 0.25) : 1.0);
   } else {
@@ -252,6 +296,11 @@ void Connection::check_timeouts(Time now) {
     if (!p.active()) {
       arm_path_timer(p.probe_at);
       continue;
+    }
+    if (p.home_at <= now) {
+      go_home(now, p, true);
+    } else {
+      arm_path_timer(p.home_at);
     }
     if (p.inflight() == 0 && p.lost_pending() == 0) continue;
     if (now < p.last_progress + path_rto(p)) {
@@ -293,6 +342,20 @@ void Connection::check_timeouts(Time now) {
 
 void Connection::fail_path(Time now, TxPath& p) {
   const bool was_active = p.active();
+  if (was_active && p.port == p.home_port) {
+    if (p.homing) {
+      // Home was still dead: stay away longer next time.
+      p.home_after = std::min(2 * p.home_after, p.scout ? kLastScouting : kLastHomecoming);
+    } else {
+      // A home route died. The paths whose home routes die within a few RTOs of each
+      // other (a spine, a link) share fate: the first one's id labels them all.
+      p.fate = now <= fate_until_ ? fate_label_ : p.id;
+      fate_label_ = p.fate;
+      fate_until_ = now + 4 * p.rtt.rto(cfg_.min_rto, cfg_.max_rto);
+    }
+  }
+  p.homing = false;
+  p.home_at = kNever;
   for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
     TxEntry& e = p.entry(psn);
     if (!e.acked) move_content(e);
@@ -313,15 +376,84 @@ void Connection::fail_path(Time now, TxPath& p) {
   arm_path_timer(now);
   ++p.stats.reentropies;
   ++reentropies_;
+  ++ctx_.counters.reentropies;
   if (was_active) {
     ++path_failures_;
+    ++ctx_.counters.path_failures;
     emit_event(now, EventKind::kPathFailed, p.id, p.plane);
   }
   update_planes(now);
 }
 
+// Heavy loss that ACKs still report is a bad route, not a dead one: the path takes a
+// new port and sequence space at once and its content moves to the others, but it stays
+// active with its window and RTT, so it costs no probe nor a slow start. Only silence
+// (check_timeouts) fails a path.
+void Connection::reroute_path(Time now, TxPath& p) {
+  for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
+    TxEntry& e = p.entry(psn);
+    if (!e.acked) move_content(e);
+  }
+  ++p.generation;
+  p.port = fresh_port(p);
+  const std::uint32_t cwnd = p.cwnd();
+  paths_.failed(p, tx_isn_, cwnd);
+  paths_.recovered(p);
+  p.loss_rate = 0;
+  p.timeouts = 0;
+  p.tail_probes_sent = 0;
+  p.last_progress = now;
+  ++p.stats.reentropies;
+  ++reentropies_;
+  ++ctx_.counters.reentropies;
+}
+
+// A path that failed at home and recovered elsewhere leaves its home route unused, and
+// the route it found now carries one path more than its share: after a while it goes
+// back (and is failed there again if home is still dead, waiting longer next time).
+void Connection::go_home(Time now, TxPath& p, bool scouting) {
+  p.home_at = kNever;
+  if (p.port == p.home_port) return;
+  const std::uint16_t home = p.home_port;
+  reroute_path(now, p);
+  p.port = home;
+  p.homing = scouting;
+  ++ctx_.counters.paths_home;
+  // A NOP at once, so that even an idle connection learns whether home answers.
+  if (scouting) paths_.probes_due(p, 1);
+}
+
+// The first progress of a path that went home: its home route works again, and so do
+// those of the paths that share its fate, which follow it home now rather than each
+// after its own wait.
+void Connection::home_answered(Time now, TxPath& p) {
+  p.homing = false;
+  p.scout = false;
+  p.home_after = kFirstHomecoming;
+  for (TxPath& q : paths_) {
+    if (&q == &p || q.fate != p.fate) continue;
+    q.scout = false;
+    q.home_after = kFirstHomecoming;
+    if (q.active() && q.port != q.home_port) go_home(now, q, false);
+  }
+}
+
+// One path of a group away from home goes home to see whether the route healed; the
+// others wait for its word (home_answered), and go on their own only after the longest
+// wait.
+void Connection::schedule_home(Time now, TxPath& p) {
+  if (p.port == p.home_port || cfg_.src_port_count <= 1) return;
+  const bool other_scout = std::any_of(paths_.begin(), paths_.end(), [&](const TxPath& q) {
+    return &q != &p && q.fate == p.fate && q.scout;
+  });
+  if (!other_scout) p.scout = true;
+  p.home_at = now + (p.scout ? std::min(p.home_after, kLastScouting) : kLastHomecoming);
+  arm_path_timer(p.home_at);
+}
+
 void Connection::recover_path(Time now, TxPath& p) {
   paths_.recovered(p);
+  schedule_home(now, p);
   p.timeouts = 0;
   p.last_progress = now;
   p.probe_at = kNever;

@@ -21,6 +21,22 @@ bool is_single_segment(wire::DataOp op) {
          op == wire::DataOp::kCompareSwap;
 }
 
+// The right a request needs from the stream's remote access flags (0: none).
+std::uint32_t remote_right(wire::DataOp op) {
+  switch (op) {
+    case wire::DataOp::kWrite:
+    case wire::DataOp::kWriteImm:
+      return access::kRemoteWrite;
+    case wire::DataOp::kReadRequest:
+      return access::kRemoteRead;
+    case wire::DataOp::kFetchAdd:
+    case wire::DataOp::kCompareSwap:
+      return access::kRemoteAtomic;
+    default:
+      return 0;
+  }
+}
+
 DropReason reason_of(AccessCheck c) {
   switch (c) {
     case AccessCheck::kBadKey:
@@ -127,10 +143,12 @@ Connection::Outcome Connection::place(Time now, const wire::DataHeader& d,
     return place_response(now, *s, d, payload);
   }
   if (!bound) return {Verdict::kNack, wire::NackCode::kInvalidRequest, DropReason::kBadStream};
-  if (s->state != StreamState::kReady) {
-    return {Verdict::kNack, wire::NackCode::kRemoteOperation, DropReason::kBadStream};
-  }
-  return place_request(now, *s, d, payload);
+  Outcome o =
+      s->state == StreamState::kReady
+          ? place_request(now, *s, d, payload)
+          : Outcome{Verdict::kNack, wire::NackCode::kRemoteOperation, DropReason::kBadStream};
+  if (s->quiesced && o.verdict == Verdict::kNack) o.verdict = Verdict::kDrop;
+  return o;
 }
 
 Connection::Outcome Connection::fail_message(Time now, Stream& s, InboundMessage& m,
@@ -191,9 +209,34 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
   return {};
 }
 
+// A stream on a shared receive queue takes receives from it for every message up to ssn
+// (messages that consume one are numbered densely, so the earlier ones will need theirs),
+// as long as its own ring has room and the queue has enough.
+bool Connection::take_shared(Time now, Stream& s, std::uint32_t ssn) {
+  SharedRecvQueue* q = ctx_.srq(s.config.srq);
+  if (!q || s.quiesced) return false;
+  const auto need = static_cast<std::int32_t>(ssn - s.rq_tail + 1);
+  if (need <= 0 || s.rq_tail - s.rq_head + std::uint32_t(need) > s.config.rq_depth ||
+      q->count() < std::uint32_t(need)) {
+    return false;
+  }
+  bool below_limit = false;
+  for (std::int32_t i = 0; i < need; ++i) below_limit |= q->take(&s.recv(s.rq_tail++));
+  if (below_limit) {
+    Event e;
+    e.kind = EventKind::kSrqLimitReached;
+    e.time = now;
+    e.conn = id_;
+    e.peer = peer_;
+    e.srq = s.config.srq;
+    ctx_.event(e);
+  }
+  return true;
+}
+
 Connection::Outcome Connection::open_message(Time now, Stream& s, const wire::DataHeader& d,
                                              InboundMessage** out) {
-  if (consumes_receive(d.op) && !s.receive_posted(d.ssn)) {
+  if (consumes_receive(d.op) && !s.receive_posted(d.ssn) && !take_shared(now, s, d.ssn)) {
     return {Verdict::kNack, wire::NackCode::kReceiverNotReady, DropReason::kReceiverNotReady};
   }
   InboundMessage* m = inbound_.insert(s.id, d.msn);
@@ -214,6 +257,10 @@ Connection::Outcome Connection::open_message(Time now, Stream& s, const wire::Da
   m->placed.init(ctx_.bitmaps, segments);
 
   // Checks that concern the whole message, made once.
+  if (const std::uint32_t right = remote_right(d.op); right && !(s.config.remote_access & right)) {
+    return fail_message(now, s, *m, wire::NackCode::kRemoteAccess, DropReason::kAccessDenied,
+                        WcStatus::kSuccess);
+  }
   const Region* region = nullptr;
   AccessCheck check = AccessCheck::kOk;
   switch (d.op) {
@@ -225,7 +272,11 @@ Connection::Outcome Connection::open_message(Time now, Stream& s, const wire::Da
       }
       break;
     case wire::DataOp::kReadRequest:
-      check = ctx_.memory.check(m->rkey, m->addr, m->length, access::kRemoteRead, &region);
+      // As IBA's responder: a zero-length RDMA operation names no memory, so its R_Key
+      // and address are not checked (UCX flushes with an empty WRITE of rkey 0).
+      if (m->length > 0) {
+        check = ctx_.memory.check(m->rkey, m->addr, m->length, access::kRemoteRead, &region);
+      }
       break;
     case wire::DataOp::kFetchAdd:
     case wire::DataOp::kCompareSwap:
@@ -266,6 +317,7 @@ Connection::Outcome Connection::write_segment(Time now, Stream& s, InboundMessag
   switch (d.op) {
     case wire::DataOp::kWrite:
     case wire::DataOp::kWriteImm: {
+      if (m.length == 0) break;  // names no memory: no R_Key check (see open_message)
       const Region* region = nullptr;
       const AccessCheck check =
           ctx_.memory.check(m.rkey, m.addr + d.offset, len, access::kRemoteWrite, &region);

@@ -1,8 +1,9 @@
 // What a connection sends next, in priority order: set-up and tear-down, NACKs, ACKs,
-// probes of failed paths, then data under pacing and windows: lost packets again on
-// their own path, content moved off failed paths, responses, and new segments from the
-// streams in round robin.
+// probes of failed paths, lost packets again on their own path (at once: neither the
+// pacer nor the path's window holds them), then data under pacing and windows: content
+// moved off failed paths, responses, and new segments from the streams in round robin.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/connection.h"
@@ -36,6 +37,7 @@ wire::DataOp request_op(WrOpcode op) {
 
 bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   if (finished()) return false;
+  if (state_ == ConnState::kTimeWait) return send_close_ack_ && emit_handshake(now, buf, out);
   // Established, a connection sends set-up packets only to answer or to close.
   const bool handshake =
       !established() || send_accept_ || confirms_due_ > 0 || send_close_ || send_close_ack_;
@@ -46,11 +48,12 @@ bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* ou
   }
   if (!established()) return false;
   if (emit_probe(now, buf, out)) return true;
+  // A resend is charged to the pacer (new data waits for it) but never waits for it.
+  if (emit_retransmit(now, buf, out)) return true;
   if (pacer_.waiting(now) ||
       pacer_.start_phase(now, pacing_rate(), srtt_, mss_, has_unsent(), ctx_.random)) {
     return false;
   }
-  if (emit_retransmit(now, buf, out)) return true;
   if (emit_tail_probe(now, buf, out)) return true;
   return emit_new(now, buf, out);
 }
@@ -60,16 +63,22 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
   c.dst_conn = peer_conn_;
   c.token = peer_token_;
   std::size_t len = 0;
-  bool retry = false;  // a timed retransmission follows unless answered
+  bool retry = false;   // a timed retransmission follows unless answered
+  bool answer = false;  // answers a datagram: goes back to its source
   if (send_close_ack_) {
     c.type = wire::PacketType::kCloseAck;
     len = wire::encode_bare(c, buf);
     send_close_ack_ = false;
-    if (!send_close_) state_ = ConnState::kClosed;
+    answer = true;
+    if (!send_close_ && state_ != ConnState::kTimeWait) {
+      state_ = ConnState::kTimeWait;
+      time_wait_until_ = now + kTimeWaitDuration;
+    }
   } else if (confirms_due_ > 0) {
     c.type = wire::PacketType::kConfirm;
     len = wire::encode_bare(c, buf);
     --confirms_due_;
+    answer = true;
   } else if (send_close_ && (now >= handshake_at_ || handshake_copy_)) {
     c.type = wire::PacketType::kClose;
     len = wire::encode_bare(c, buf);
@@ -99,12 +108,13 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
       c.type = wire::PacketType::kAccept;
     }
     retry = !send_accept_;
+    answer = send_accept_;
     send_accept_ = false;
     len = wire::encode_handshake(c, hs, buf);
   }
   // Every set-up packet leaves from another source port than the last, so a set-up
   // stuck on a broken route finds a new one.
-  const Endpoint& to = handshake_destination();
+  const Endpoint& to = answer && answer_to_.port ? answer_to_ : handshake_destination();
   out->src = cfg_.planes[0];
   out->dst = to.addr;
   out->src_port = pool_port(handshake_tries_++);
@@ -188,13 +198,13 @@ bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) 
   for (TxPath& p : paths_) {
     if (p.active() || p.probe_at > now) continue;
     if (p.snd_nxt == p.snd_una) {
-      TxEntry& e = p.entry(p.snd_nxt++);
-      e = TxEntry{};
+      paths_.open(p, p.snd_nxt++);
     } else {
       // The last probe went unanswered: try yet another route.
       p.port = fresh_port(p);
       ++p.stats.reentropies;
       ++reentropies_;
+      ++ctx_.counters.reentropies;
     }
     paths_.resend_probe(p, p.entry(p.snd_una));
     p.probe_at = now + p.probe_interval;
@@ -206,26 +216,78 @@ bool Connection::emit_probe(Time now, std::span<std::uint8_t> buf, TxMeta* out) 
   return false;
 }
 
-std::uint16_t Connection::fresh_port(const TxPath& p) {
-  if (cfg_.src_port_count <= 1) return p.port;
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    const auto port =
-        static_cast<std::uint16_t>(cfg_.src_port_base + ctx_.random.below(cfg_.src_port_count));
-    if (port == p.port) continue;
-    const bool used =
-        std::any_of(paths_.begin(), paths_.end(), [&](const TxPath& q) { return q.port == port; });
-    if (!used || attempt >= 8) return port;
+// A port's route is known only by shared fate: a port is some path's home, and that
+// path's fate label groups it with the homes that died with it. A group with a path
+// away from home is believed dead until its scout finds home again.
+std::uint32_t Connection::crowding(const TxPath& p, std::uint16_t port,
+                                   const std::uint16_t* port_fate) const {
+  constexpr std::uint32_t kDead = 1u << 16;
+  std::uint16_t label = kUnknownFate;
+  for (const TxPath& q : paths_) {
+    if (q.home_port == port) label = q.fate;
   }
-  return static_cast<std::uint16_t>(cfg_.src_port_base +
-                                    (p.port - cfg_.src_port_base + 1) % cfg_.src_port_count);
+  std::uint32_t score = 0;
+  if (label != kUnknownFate) {
+    for (const TxPath& q : paths_) {
+      if (q.fate == label && q.port != q.home_port) {
+        score = kDead;
+        break;
+      }
+    }
+  }
+  for (const TxPath& q : paths_) {
+    if (&q == &p) continue;
+    if (q.port == port || (label != kUnknownFate && port_fate[q.id] == label)) ++score;
+  }
+  return score;
 }
 
+// Re-entropy: a port of the pool whose route, as far as the connection knows, no other
+// path uses and that is not believed dead; else the least crowded. Small pools are
+// scanned whole, large ones sampled.
+std::uint16_t Connection::fresh_port(const TxPath& p) {
+  if (cfg_.src_port_count <= 1) return p.port;
+  constexpr std::uint32_t kScanWhole = 64, kSamples = 16;
+  // The fate label of each path's current port; kUnknown where the port is no path's home.
+  std::array<std::uint16_t, 256> port_fate;
+  for (const TxPath& q : paths_) {
+    port_fate[q.id] = kUnknownFate;
+    for (const TxPath& r : paths_) {
+      if (r.home_port == q.port) port_fate[q.id] = r.fate;
+    }
+  }
+  const std::uint32_t count = cfg_.src_port_count;
+  const bool whole = count <= kScanWhole;
+  const std::uint32_t tries = whole ? count : kSamples;
+  const std::uint32_t start = ctx_.random.below(count);
+  std::uint16_t best = p.port;
+  std::uint32_t best_score = ~0u;
+  for (std::uint32_t k = 0; k < tries; ++k) {
+    const std::uint32_t i = whole ? (start + k) % count : ctx_.random.below(count);
+    const auto port = static_cast<std::uint16_t>(cfg_.src_port_base + i);
+    if (port == p.port) continue;
+    const std::uint32_t score = crowding(p, port, port_fate.data());
+    if (score < best_score) {
+      best = port;
+      best_score = score;
+      if (score == 0) break;
+    }
+  }
+  return best;
+}
+
+// A packet declared lost left the path's bytes in flight then: sending it again puts
+// back no more than was there, so it goes at once, even where a window cut since
+// leaves the path over its new window (as TCP's fast retransmit does). A path in
+// timeout is the exception: everything on it was declared lost at once and it carries
+// only NOPs that probe it, as many as its window allows.
 bool Connection::emit_retransmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   if (paths_.lost_paths() == 0) return false;
   const std::size_t n = paths_.size();
   for (std::size_t k = 0; k < n; ++k) {
     TxPath& p = paths_[(retransmit_cursor_ + k) % n];
-    if (p.lost_pending() == 0 || !p.active() || p.inflight() >= p.cwnd()) continue;
+    if (p.lost_pending() == 0 || !p.active()) continue;
+    if (p.timeouts > 0 && p.inflight() >= p.cwnd()) continue;
     for (std::uint32_t psn = p.snd_una; psn != p.snd_nxt; ++psn) {
       TxEntry& e = p.entry(psn);
       if (!e.lost) continue;
@@ -246,13 +308,14 @@ bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* 
   if (paths_.tail_probes_due() == 0) return false;
   for (TxPath& p : paths_) {
     if (p.tail_probe() == 0) continue;
-    if (!p.active() || p.ring_full() || p.inflight() == 0) {
+    // A path gone home (go_home) probes it even with nothing in flight.
+    if (!p.active() || p.ring_full() || (p.inflight() == 0 && !p.homing)) {
       paths_.probes_cancelled(p);
       continue;
     }
     paths_.probe_sent(p);
     const std::uint32_t psn = p.snd_nxt++;
-    p.entry(psn) = TxEntry{};
+    paths_.open(p, psn);
     ++p.stats.tail_probes;
     transmit(now, p, psn, false, buf, out);
     return true;
@@ -268,8 +331,7 @@ bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   bool moved = false;
   if (!next_segment(now, &seg, &moved)) return false;
   const std::uint32_t psn = p->snd_nxt++;
-  TxEntry& e = p->entry(psn);
-  e = TxEntry{};
+  TxEntry& e = paths_.open(*p, psn);
   e.seg = seg;
   transmit(now, *p, psn, moved, buf, out);
   return true;
@@ -372,8 +434,9 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
   TxEntry& e = p.entry(psn);
   if (!segment_valid(e.seg)) e.seg = SegmentRef{};
   std::uint32_t payload = 0;
-  const std::size_t header = build_data(now, p, psn, e.seg, retransmit, buf, &payload);
-  const std::uint32_t carried = cfg_.carry_payload ? payload : 0;
+  const std::uint8_t* reference = nullptr;
+  const std::size_t header = build_data(now, p, psn, e.seg, retransmit, buf, &payload, &reference);
+  const std::uint32_t carried = cfg_.carry_payload && !reference ? payload : 0;
   out->src = cfg_.planes[p.plane];
   out->dst = peer_planes_[p.plane];
   out->src_port = p.port;
@@ -383,6 +446,8 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
   out->length = static_cast<std::uint32_t>(header + carried);
   out->wire_length = static_cast<std::uint32_t>(header + payload);
   out->cls = PacketClass::kData;
+  out->payload = reference;
+  out->payload_length = reference ? payload : 0;
 
   if (p.inflight() == 0 && p.lost_pending() == 0) {
     p.last_progress = now;  // arm the timer
@@ -414,7 +479,7 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
 
 std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const SegmentRef& seg,
                                    bool retransmit, std::span<std::uint8_t> buf,
-                                   std::uint32_t* payload) {
+                                   std::uint32_t* payload, const std::uint8_t** reference) {
   wire::CommonHeader c;
   c.type = wire::PacketType::kData;
   c.path = p.id;
@@ -489,10 +554,18 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
 
   const std::size_t header = wire::encode_data(c, d, buf);
   if (cfg_.carry_payload && *payload > 0) {
+    // Registered memory lying in one piece is referenced, not copied, where the driver
+    // asks (see TxMeta::payload); inline data and payload spanning SGEs are copied.
     std::uint8_t* dst = buf.data() + header;
+    const bool by_reference = cfg_.payload_by_reference;
     if (wqe) {
       if (wqe->wr.flags & send_flags::kInline) {
         std::memcpy(dst, stream->inline_slot(wqe->msn) + d.offset, *payload);
+      } else if (const std::uint8_t* src =
+                     by_reference
+                         ? ctx_.memory.contiguous(wqe->wr.sg, wqe->wr.num_sge, d.offset, *payload)
+                         : nullptr) {
+        *reference = src;
       } else {
         ctx_.memory.gather(wqe->wr.sg, wqe->wr.num_sge, d.offset, dst, *payload);
       }
@@ -501,7 +574,11 @@ std::size_t Connection::build_data(Time now, TxPath& p, std::uint32_t psn, const
       if (ctx_.memory.check(response->rkey, response->addr + d.offset, *payload,
                             access::kRemoteRead, &r) == AccessCheck::kOk) {
         if (const std::uint8_t* src = MemoryTable::host_of(*r, response->addr + d.offset)) {
-          std::memcpy(dst, src, *payload);
+          if (by_reference) {
+            *reference = src;
+          } else {
+            std::memcpy(dst, src, *payload);
+          }
         }
       }
     }

@@ -1,5 +1,5 @@
 // What every connection of one engine shares: configuration, registered memory,
-// streams, the bitmap pool, counters, randomness, the receiver's fair share, and the
+// streams, the bitmap and send-ring pools, counters, randomness, the receiver's fair share, and the
 // sink that receives completions and events.
 #pragma once
 
@@ -11,8 +11,10 @@
 #include "core/memory.h"
 #include "core/random.h"
 #include "core/segment_set.h"
+#include "core/shared_recv_queue.h"
 #include "core/stream.h"
 #include "core/transport.h"
+#include "core/tx_path.h"
 
 namespace mroce {
 
@@ -28,6 +30,7 @@ struct EngineContext {
   Stream* stream(StreamId id) {
     return id && id <= streams.size() ? streams[id - 1].get() : nullptr;
   }
+  SharedRecvQueue* srq(SrqId id) { return id && id <= srqs.size() ? srqs[id - 1].get() : nullptr; }
   void complete(const Completion& c) {
     if (sink) sink->on_completion(c);
   }
@@ -41,9 +44,11 @@ struct EngineContext {
   Random random;
   FairShare share;
   BitmapPool bitmaps;
+  EntryPool entries;  // send rings of every connection's paths
   Counters counters;
   Sink* sink = nullptr;
-  std::vector<std::unique_ptr<Stream>> streams;  // id - 1; null once destroyed
+  std::vector<std::unique_ptr<Stream>> streams;        // id - 1; null once destroyed
+  std::vector<std::unique_ptr<SharedRecvQueue>> srqs;  // id - 1; null once destroyed
 };
 
 }  // namespace mroce

@@ -145,6 +145,8 @@ Errc Engine::create_stream(const StreamConfig& config, StreamId* out) {
       config.rq_depth > kMaxQueueDepth || config.max_inline > 4096) {
     return Errc::kInvalidArgument;
   }
+  if (config.remote_access & ~access::kAll) return Errc::kInvalidArgument;
+  if (config.srq != kNoSrq && !ctx_.srq(config.srq)) return Errc::kNotFound;
   if (ctx_.streams.size() >= kMaxStreams) return Errc::kNoResources;
   const auto id = static_cast<StreamId>(ctx_.streams.size() + 1);
   ctx_.streams.push_back(std::make_unique<Stream>(id, config));
@@ -160,7 +162,10 @@ Errc Engine::connect_stream(Time now, StreamId sid, const Endpoint& peer, Stream
   if (remote == kNoStream || remote > kMaxStreams || peer.port == 0) return Errc::kInvalidArgument;
   Connection* c = nullptr;
   if (auto it = by_peer_.find(peer); it != by_peer_.end()) c = find(it->second);
-  if (c && (c->finished() || c->state() == ConnState::kClosing)) c = nullptr;
+  if (c &&
+      (c->finished() || c->state() == ConnState::kClosing || c->state() == ConnState::kTimeWait)) {
+    c = nullptr;
+  }
   if (!c) {
     c = create(now, peer);
     if (!c) return Errc::kNoResources;
@@ -176,13 +181,51 @@ Errc Engine::connect_stream(Time now, StreamId sid, const Endpoint& peer, Stream
 
 Errc Engine::destroy_stream(Time now, StreamId sid) {
   const ValidateOnReturn check(*this);
+  if (datagrams_.has(sid)) {
+    datagrams_.destroy(sid);
+    return Errc::kOk;
+  }
   Stream* s = ctx_.stream(sid);
   if (!s) return Errc::kNotFound;
   if (Connection* c = find(s->conn)) {
     c->unbind(now, *s);
     touch(*c);
   }
+  if (SharedRecvQueue* q = ctx_.srq(s->config.srq)) {
+    // Receives it took for messages that never completed go back, as a NIC's stay in
+    // the SRQ (unless they were flushed with the stream).
+    for (std::uint32_t ssn = s->rq_head; ssn != s->rq_tail && !q->full(); ++ssn) {
+      q->push(s->recv(ssn));
+    }
+  }
   ctx_.streams[sid - 1].reset();
+  return Errc::kOk;
+}
+
+Errc Engine::fail_stream(Time now, StreamId sid) {
+  (void)now;
+  const ValidateOnReturn check(*this);
+  if (datagrams_.has(sid)) return datagrams_.fail(sid);
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  if (s->state == StreamState::kError) return Errc::kOk;
+  if (Connection* c = find(s->conn)) {
+    c->flush_to_error(*s);
+    touch(*c);
+    return Errc::kOk;
+  }
+  // Not bound yet: only receives can be posted (sends need a connected QP).
+  for (std::uint32_t ssn = s->rq_head; ssn != s->rq_tail; ++ssn) {
+    Completion c;
+    c.wr_id = s->recv(ssn).wr.wr_id;
+    c.stream = sid;
+    c.status = WcStatus::kWrFlushErr;
+    c.opcode = WcOpcode::kRecv;
+    c.is_recv = true;
+    ctx_.complete(c);
+  }
+  s->rq_head = s->rq_tail;
+  s->state = StreamState::kError;
   return Errc::kOk;
 }
 
@@ -253,6 +296,7 @@ Errc Engine::set_rnr_policy(StreamId sid, std::uint8_t retry, Time timer) {
 Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
   (void)now;
   const ValidateOnReturn check(*this);
+  if (datagrams_.has(sid)) return datagrams_.post_recv(sid, wr);
   Stream* s = ctx_.stream(sid);
   if (!s) return Errc::kNotFound;
   if (wr.num_sge > kMaxSge) return Errc::kInvalidArgument;
@@ -266,6 +310,7 @@ Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
     ctx_.complete(c);
     return Errc::kOk;
   }
+  if (s->config.srq != kNoSrq) return Errc::kInvalidArgument;
   if (s->rq_full()) return Errc::kNoResources;
   if (!ctx_.memory.sges_valid(wr.sg, wr.num_sge, access::kLocalWrite)) {
     return Errc::kInvalidArgument;
@@ -274,6 +319,90 @@ Errc Engine::post_recv(Time now, StreamId sid, const RecvWr& wr) {
   r.wr = wr;
   r.length = sge_total(wr.sg, wr.num_sge);
   ++s->rq_tail;
+  return Errc::kOk;
+}
+
+Errc Engine::create_srq(std::uint32_t depth, SrqId* out) {
+  if (depth == 0 || depth > kMaxQueueDepth) return Errc::kInvalidArgument;
+  if (ctx_.srqs.size() >= kMaxStreams) return Errc::kNoResources;
+  ctx_.srqs.push_back(std::make_unique<SharedRecvQueue>(depth));
+  *out = static_cast<SrqId>(ctx_.srqs.size());
+  return Errc::kOk;
+}
+
+Errc Engine::destroy_srq(SrqId id) {
+  SharedRecvQueue* q = ctx_.srq(id);
+  if (!q) return Errc::kNotFound;
+  // Streams still on it (a destroyed queue pair that lingers) see no receives from now.
+  for (auto& st : ctx_.streams) {
+    if (st && st->config.srq == id) st->config.srq = kNoSrq;
+  }
+  ctx_.srqs[id - 1].reset();
+  return Errc::kOk;
+}
+
+Errc Engine::post_srq_recv(Time now, SrqId id, const RecvWr& wr) {
+  (void)now;
+  SharedRecvQueue* q = ctx_.srq(id);
+  if (!q) return Errc::kNotFound;
+  if (wr.num_sge > kMaxSge) return Errc::kInvalidArgument;
+  if (q->full()) return Errc::kNoResources;
+  if (!ctx_.memory.sges_valid(wr.sg, wr.num_sge, access::kLocalWrite)) {
+    return Errc::kInvalidArgument;
+  }
+  q->push(RecvWqe{wr, sge_total(wr.sg, wr.num_sge)});
+  return Errc::kOk;
+}
+
+Errc Engine::set_srq_limit(SrqId id, std::uint32_t limit) {
+  SharedRecvQueue* q = ctx_.srq(id);
+  if (!q) return Errc::kNotFound;
+  if (limit > q->depth()) return Errc::kInvalidArgument;
+  q->set_limit(limit);
+  return Errc::kOk;
+}
+
+Errc Engine::query_srq(SrqId id, std::uint32_t* limit, std::uint32_t* count) const {
+  const SharedRecvQueue* q = id && id <= ctx_.srqs.size() ? ctx_.srqs[id - 1].get() : nullptr;
+  if (!q) return Errc::kNotFound;
+  *limit = q->limit();
+  *count = q->count();
+  return Errc::kOk;
+}
+
+Errc Engine::set_remote_access(StreamId sid, std::uint32_t rights) {
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  if (rights & ~access::kAll) return Errc::kInvalidArgument;
+  s->config.remote_access = rights;
+  return Errc::kOk;
+}
+
+Errc Engine::create_datagram(const DatagramConfig& config, StreamId* out) {
+  if (ctx_.streams.size() >= kMaxStreams) return Errc::kNoResources;
+  // The number comes from the streams' space (a Verbs QPN names either), with no stream.
+  const auto id = static_cast<StreamId>(ctx_.streams.size() + 1);
+  const Errc e = datagrams_.create(id, config);
+  if (e != Errc::kOk) return e;
+  ctx_.streams.push_back(nullptr);
+  *out = id;
+  return Errc::kOk;
+}
+
+Errc Engine::post_datagram(Time now, StreamId qp, const SendWr& wr, const DatagramDest& dest) {
+  (void)now;
+  return datagrams_.post_send(qp, wr, dest);
+}
+
+Errc Engine::set_qkey(StreamId qp, std::uint32_t qkey) {
+  return datagrams_.set_qkey(qp, qkey);
+}
+
+Errc Engine::quiesce_stream(StreamId sid) {
+  if (datagrams_.has(sid)) return datagrams_.quiesce(sid);
+  Stream* s = ctx_.stream(sid);
+  if (!s) return Errc::kNotFound;
+  s->quiesced = true;
   return Errc::kOk;
 }
 
@@ -290,6 +419,10 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
     on_connect(now, meta, pkt);
     return;
   }
+  if (pkt.common.type == wire::PacketType::kDatagram) {
+    datagrams_.on_packet(meta, pkt, bytes.size());
+    return;
+  }
   Connection* c = find(pkt.common.dst_conn);
   if (!c) {
     ctx_.drop(DropReason::kUnknownConn);
@@ -299,6 +432,11 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
     ctx_.drop(DropReason::kBadToken);
     return;
   }
+  if (c->state() == ConnState::kTimeWait && pkt.common.type != wire::PacketType::kClose) {
+    ctx_.drop(DropReason::kUnknownConn);  // closed: only a retried CLOSE is answered
+    return;
+  }
+  const Endpoint source{meta.src, meta.src_port};
   switch (pkt.common.type) {
     case wire::PacketType::kAccept:
       if (pkt.handshake.paths > 256 ||
@@ -311,12 +449,22 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
         ctx_.drop(DropReason::kWrongPeer);
         return;
       }
+      c->heard_from(source);
       c->on_handshake(now, pkt);
       break;
     case wire::PacketType::kConfirm:
       c->on_confirm(now);
       break;
     case wire::PacketType::kClose:
+      if (c->close_ack_owed()) {
+        // The connection answers one CLOSE at a time; this one is answered here.
+        if (refusals_count_ < refusals_.size()) {
+          refusals_[refusals_count_++] =
+              Refusal{source, c->peer_conn(), c->peer_token(), wire::PacketType::kCloseAck};
+        }
+        break;
+      }
+      c->heard_from(source);
       c->on_close(now, false);
       break;
     case wire::PacketType::kCloseAck:
@@ -340,7 +488,8 @@ void Engine::on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_
       }
       break;
     case wire::PacketType::kConnect:
-      break;
+    case wire::PacketType::kDatagram:
+      break;  // handled above
   }
   settle(now, *c);
   touch(*c);
@@ -356,9 +505,17 @@ bool Engine::is_local(const Endpoint& e) const {
 
 void Engine::on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt) {
   const wire::HandshakeHeader& hs = pkt.handshake;
-  if (hs.paths > 256 ||
-      bool(hs.flags & wire::handshake_flags::kNoPayload) == ctx_.config.carry_payload) {
+  if (hs.paths > 256) {
     ctx_.drop(DropReason::kMalformed);
+    return;
+  }
+  if (bool(hs.flags & wire::handshake_flags::kNoPayload) == ctx_.config.carry_payload) {
+    // The other mode can never connect to us: say so at once, or its initiator retries
+    // for the whole set-up timeout. One small CLOSE to the source, and no state.
+    ctx_.drop(DropReason::kMalformed);
+    if (refusals_count_ < refusals_.size()) {
+      refusals_[refusals_count_++] = Refusal{{meta.src, meta.src_port}, hs.src_conn, hs.src_token};
+    }
     return;
   }
   Endpoint peer;
@@ -379,7 +536,7 @@ void Engine::on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt) {
     release(old);
     c = nullptr;
   }
-  if (c && c->finished()) c = nullptr;
+  if (c && (c->finished() || c->state() == ConnState::kTimeWait)) c = nullptr;
   if (!c && is_local(peer)) {
     // Our own CONNECT sent back to us, while we open no connection to ourselves:
     // answering it would.
@@ -403,6 +560,7 @@ void Engine::on_connect(Time now, const RxMeta& meta, const wire::Packet& pkt) {
     c->answer_at(Endpoint{meta.src, meta.src_port});
     ++half_open_entry(c->id())->connects;
   }
+  c->heard_from(Endpoint{meta.src, meta.src_port});
   c->on_handshake(now, pkt);
   touch(*c);
 }
@@ -433,6 +591,7 @@ void Engine::on_restart_connect(Time now, const RxMeta& meta, const wire::Packet
     return;
   }
   c->answer_at(Endpoint{meta.src, meta.src_port});
+  c->heard_from(Endpoint{meta.src, meta.src_port});
   ++half_open_entry(c->id())->connects;
   c->on_handshake(now, pkt);
   touch(*c);
@@ -477,8 +636,34 @@ void Engine::settle(Time now, Connection& c) {
   by_peer_[c.peer()] = c.id();
 }
 
+bool Engine::emit_refusal(std::span<std::uint8_t> buf, TxMeta* out) {
+  if (refusals_count_ == 0) return false;
+  const Refusal r = refusals_[--refusals_count_];
+  wire::CommonHeader c;
+  c.type = r.type;
+  c.dst_conn = r.conn;
+  c.token = r.token;
+  const std::size_t len = wire::encode_bare(c, buf);
+  if (len == 0) return false;
+  out->src = ctx_.config.planes[0];
+  out->dst = r.to.addr;
+  out->src_port = ctx_.config.src_port_base;
+  out->dst_port = r.to.port;
+  out->plane = 0;
+  out->ecn = Ecn::kNotEct;
+  out->cls = PacketClass::kControl;
+  out->length = out->wire_length = static_cast<std::uint32_t>(len);
+  ++ctx_.counters.tx_packets;
+  ctx_.counters.tx_bytes += len;
+  return true;
+}
+
 bool Engine::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   const ValidateOnReturn check(*this);
+  out->payload = nullptr;  // only DATA packets reference payload
+  out->payload_length = 0;
+  if (emit_refusal(buf, out)) return true;
+  if (datagrams_.poll_transmit(buf, out)) return true;
   for (std::size_t n = ready_.size(); n > 0; --n) {
     const ConnId id = ready_.front();
     ready_.pop();
@@ -523,6 +708,7 @@ void Engine::on_timer(Time now) {
 }
 
 StreamState Engine::stream_state(StreamId sid) const {
+  if (datagrams_.has(sid)) return datagrams_.state(sid);
   const Stream* s = const_cast<EngineContext&>(ctx_).stream(sid);
   return s ? s->state : StreamState::kDestroyed;
 }

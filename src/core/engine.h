@@ -3,6 +3,7 @@
 // docs/DESIGN.md for how the pieces fit.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/config.h"
 #include "core/connection.h"
 #include "core/context.h"
+#include "core/datagram.h"
 #include "core/deadline_heap.h"
 #include "core/ring.h"
 #include "core/transport.h"
@@ -36,6 +38,17 @@ class Engine final : public Transport {
   Errc post_send(Time now, StreamId stream, const SendWr& wr) override;
   Errc post_recv(Time now, StreamId stream, const RecvWr& wr) override;
   Errc set_rnr_policy(StreamId stream, std::uint8_t retry, Time timer) override;
+  Errc fail_stream(Time now, StreamId stream) override;
+  Errc create_srq(std::uint32_t depth, SrqId* out) override;
+  Errc destroy_srq(SrqId srq) override;
+  Errc post_srq_recv(Time now, SrqId srq, const RecvWr& wr) override;
+  Errc set_srq_limit(SrqId srq, std::uint32_t limit) override;
+  Errc query_srq(SrqId srq, std::uint32_t* limit, std::uint32_t* count) const override;
+  Errc set_remote_access(StreamId stream, std::uint32_t access) override;
+  Errc quiesce_stream(StreamId stream) override;
+  Errc create_datagram(const DatagramConfig& config, StreamId* out) override;
+  Errc post_datagram(Time now, StreamId qp, const SendWr& wr, const DatagramDest& dest) override;
+  Errc set_qkey(StreamId qp, std::uint32_t qkey) override;
 
   void on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) override;
   bool poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) override;
@@ -88,12 +101,15 @@ class Engine final : public Transport {
   // leaves the table; a confirmed new incarnation replaces the live connection.
   void settle(Time now, Connection& c);
   bool is_local(const Endpoint& e) const;
+  // A CLOSE answering a CONNECT of the other payload mode (SPEC §2).
+  bool emit_refusal(std::span<std::uint8_t> buf, TxMeta* out);
   // After any call into a connection: re-arm its timer, offer it a turn to send, and
   // release it once it has ended.
   void touch(Connection& c);
   void release(Connection& c);
 
   EngineContext ctx_;
+  DatagramTable datagrams_{ctx_};  // UD queue pairs: no connection, no state per peer
   std::vector<std::unique_ptr<Connection>> conns_;  // by slot
   std::vector<std::uint16_t> generations_;          // by slot
   std::vector<std::uint32_t> free_slots_;
@@ -103,6 +119,17 @@ class Engine final : public Transport {
   DeadlineHeap<Connection> heap_;
   std::vector<Connection*> expired_;  // scratch for on_timer
   wire::Packet rx_;                   // the packet being handled, reused
+  // A bare answer owed to a datagram's source that no connection sends: the CLOSE
+  // refusing a CONNECT of the other mode, or a CLOSE_ACK to a CLOSE that arrived while
+  // its connection still owed one (a CLOSE pair read in one batch draws two, §4.3).
+  struct Refusal {
+    Endpoint to;
+    ConnId conn;
+    std::uint64_t token;
+    wire::PacketType type = wire::PacketType::kClose;
+  };
+  std::array<Refusal, 16> refusals_{};  // answers owed; more in one burst go unanswered
+  std::size_t refusals_count_ = 0;
 };
 
 }  // namespace mroce

@@ -1,13 +1,33 @@
 #include "core/inbound.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace mroce {
 
-InboundTable::InboundTable(std::uint32_t max_messages)
-    : slots_(std::bit_ceil(std::max<std::uint32_t>(2 * max_messages, 2))),
-      mask_(static_cast<std::uint32_t>(slots_.size() - 1)),
-      max_(max_messages) {}
+InboundTable::InboundTable(std::uint32_t max_messages) : max_(max_messages) {}
+
+void InboundTable::open() {
+  if (!slots_.empty()) return;
+  slots_.resize(std::min(kFirstSlots, capacity()));
+  mask_ = static_cast<std::uint32_t>(slots_.size() - 1);
+}
+
+std::uint32_t InboundTable::capacity() const {
+  return std::bit_ceil(std::max<std::uint32_t>(2 * max_, 2));
+}
+
+void InboundTable::grow() {
+  std::vector<InboundMessage> old(2 * slots_.size());
+  old.swap(slots_);
+  mask_ = static_cast<std::uint32_t>(slots_.size() - 1);
+  for (const InboundMessage& m : old) {
+    if (!m.used) continue;
+    std::uint32_t i = home(m.stream, m.msn);
+    while (slots_[i].used) i = (i + 1) & mask_;
+    slots_[i] = m;
+  }
+}
 
 std::uint32_t InboundTable::home(std::uint32_t stream, std::uint32_t msn) const {
   std::uint64_t h = (std::uint64_t{stream} << 32 | msn) * 0x9e3779b97f4a7c15ull;
@@ -15,6 +35,7 @@ std::uint32_t InboundTable::home(std::uint32_t stream, std::uint32_t msn) const 
 }
 
 InboundMessage* InboundTable::find(std::uint32_t stream, std::uint32_t msn) {
+  if (slots_.empty()) return nullptr;
   for (std::uint32_t i = home(stream, msn);; i = (i + 1) & mask_) {
     InboundMessage& m = slots_[i];
     if (!m.used) return nullptr;
@@ -23,7 +44,9 @@ InboundMessage* InboundTable::find(std::uint32_t stream, std::uint32_t msn) {
 }
 
 InboundMessage* InboundTable::insert(std::uint32_t stream, std::uint32_t msn) {
-  if (size_ >= max_) return nullptr;
+  if (size_ >= max_ || slots_.empty()) return nullptr;
+  // At most half full, as the table at its largest is.
+  if (2 * (size_ + 1) > slots_.size() && slots_.size() < capacity()) grow();
   std::uint32_t i = home(stream, msn);
   while (slots_[i].used) i = (i + 1) & mask_;
   InboundMessage& m = slots_[i];

@@ -1,6 +1,8 @@
 // Messages partly received on a connection, keyed by (stream, msn): what each needs to
 // complete, which of its segments were placed, and what to do when its turn comes.
-// One table per connection, fixed at set-up: it does not grow with the stream count.
+// One table per connection, opened once the connection is established (a half-open one,
+// perhaps a stranger's, holds none): it does not grow with the stream count, and it grows
+// with the messages partly received at once, to twice max_messages slots at most.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,8 @@ struct InboundMessage {
 class InboundTable {
  public:
   explicit InboundTable(std::uint32_t max_messages);
+  // Allocates the first slots; until then the table is empty and refuses inserts.
+  void open();
 
   InboundMessage* find(std::uint32_t stream, std::uint32_t msn);
   // Null when the table holds max_messages already.
@@ -60,9 +64,13 @@ class InboundTable {
 
  private:
   std::uint32_t home(std::uint32_t stream, std::uint32_t msn) const;
+  std::uint32_t capacity() const;  // slots at most
+  void grow();                     // twice the slots, every message moved to its new place
+
+  static constexpr std::uint32_t kFirstSlots = 8;
 
   std::vector<InboundMessage> slots_;
-  std::uint32_t mask_;
+  std::uint32_t mask_ = 0;
   std::uint32_t max_;
   std::uint32_t size_ = 0;
 };

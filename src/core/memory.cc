@@ -93,6 +93,23 @@ bool MemoryTable::scatter(const Sge* sg, int count, std::uint64_t offset, const 
               });
 }
 
+const std::uint8_t* MemoryTable::contiguous(const Sge* sg, int count, std::uint64_t offset,
+                                            std::uint32_t length) const {
+  for (int i = 0; i < count; ++i) {
+    if (offset >= sg[i].length) {
+      offset -= sg[i].length;
+      continue;
+    }
+    const Region* r = nullptr;
+    if (length > sg[i].length - offset ||
+        check(sg[i].lkey, sg[i].addr + offset, length, 0, &r) != AccessCheck::kOk) {
+      return nullptr;
+    }
+    return host_of(*r, sg[i].addr + offset);
+  }
+  return nullptr;
+}
+
 bool MemoryTable::sges_valid(const Sge* sg, int count, std::uint32_t right) const {
   for (int i = 0; i < count; ++i) {
     const Region* r = nullptr;

@@ -40,6 +40,11 @@ class MemoryTable {
               std::uint32_t length) const;
   bool scatter(const Sge* sg, int count, std::uint64_t offset, const std::uint8_t* src,
                std::uint32_t length) const;
+  // The host bytes of [offset, offset + length) of the buffer an SGE list describes
+  // when they lie in one SGE of registered memory with host bytes; null otherwise (the
+  // caller gathers instead).
+  const std::uint8_t* contiguous(const Sge* sg, int count, std::uint64_t offset,
+                                 std::uint32_t length) const;
   // Whether every SGE names registered memory with the right (0: local read).
   bool sges_valid(const Sge* sg, int count, std::uint32_t right) const;
 

@@ -1,6 +1,7 @@
 #include "core/path_set.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,12 +23,41 @@ void check(const char* what, std::uint64_t kept, std::uint64_t counted, std::siz
 
 }  // namespace
 
+void PathSet::grow(TxPath& p, std::uint32_t psn) {
+  // At least twice the last size when outgrowing a ring, so growth is amortised; never
+  // beyond the window, which bounds the PSNs outstanding.
+  const std::uint32_t needed =
+      std::max({psn - p.snd_una + 1, 2u * p.capacity_, std::uint32_t{p.ring_hint_}, 4u});
+  const auto size = std::min<std::uint32_t>(std::bit_ceil(needed), p.window_);
+  TxEntry* ring = pool_->take(size);
+  const std::uint32_t mask = size - 1;
+  for (std::uint32_t q = p.snd_una; q != psn; ++q) ring[q & mask] = p.entry(q);
+  if (p.ring_) pool_->give(p.ring_, p.capacity_);
+  p.ring_ = ring;
+  p.capacity_ = static_cast<std::uint16_t>(size);
+  p.ring_hint_ = p.capacity_;
+}
+
+void PathSet::release_ring(TxPath& p) {
+  pool_->give(p.ring_, p.capacity_);
+  p.ring_ = nullptr;
+  p.capacity_ = 0;
+}
+
+void PathSet::release_rings() {
+  for (TxPath& p : paths_)
+    if (p.ring_) release_ring(p);
+}
+
 void PathSet::reset(std::size_t n, std::uint32_t window_packets, Time initial_rtt,
                     std::uint32_t isn, std::uint32_t cwnd) {
+  release_rings();
   paths_.clear();
   paths_.reserve(n);
   inflight_ = lost_paths_ = failed_paths_ = active_paths_ = tail_probes_due_ = 0;
   active_cwnd_ = 0;
+  train_path_ = ~0u;
+  train_bytes_ = 0;
   for (std::size_t i = 0; i < n; ++i) {
     TxPath& p = paths_.emplace_back(window_packets, initial_rtt);
     p.id = static_cast<std::uint8_t>(i);
@@ -42,6 +72,7 @@ void PathSet::reset(std::size_t n, std::uint32_t window_packets, Time initial_rt
 void PathSet::failed(TxPath& p, std::uint32_t isn, std::uint32_t cwnd) {
   inflight_ -= p.inflight_;
   if (p.lost_pending_ > 0) --lost_paths_;
+  if (p.ring_) release_ring(p);
   p.reset_sequence(isn);
   if (p.active()) {
     active_cwnd_ -= p.cwnd_;
@@ -61,7 +92,22 @@ void PathSet::recovered(TxPath& p) {
   --failed_paths_;
 }
 
+bool PathSet::train_continues(Time now) const {
+  if (train_budget_ == 0 || train_path_ >= paths_.size()) return false;
+  const TxPath& p = paths_[train_path_];
+  return train_bytes_ + train_last_ <= train_budget_ && p.active() && p.timeouts == 0 &&
+         !p.ring_full() && p.inflight_ < p.cwnd_ && p.credit > 0 && p.avoid_until <= now;
+}
+
 TxPath* PathSet::pick(Time now) {
+  if (train_continues(now)) return &paths_[train_path_];
+  TxPath* chosen = pick_turn(now);
+  train_path_ = chosen ? chosen->id : ~0u;
+  train_bytes_ = 0;
+  return chosen;
+}
+
+TxPath* PathSet::pick_turn(Time now) {
   const std::size_t n = paths_.size();
   const std::size_t start = cursor_ % n;
   for (int pass = 0; pass < 2; ++pass) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/path_mask.h"
@@ -15,10 +16,21 @@ namespace mroce {
 
 class PathSet {
  public:
+  // Rings come from the engine's pool; without one, from a pool of the set's own.
+  PathSet() : own_(std::make_unique<EntryPool>()), pool_(own_.get()) {}
+  explicit PathSet(EntryPool& pool) : pool_(&pool) {}
+  PathSet(const PathSet&) = delete;
+  PathSet& operator=(const PathSet&) = delete;
+  ~PathSet() { release_rings(); }
+
   // Replaces the paths with n active ones, each with the given window and a sequence
   // space starting at isn; every path may send.
   void reset(std::size_t n, std::uint32_t window_packets, Time initial_rtt, std::uint32_t isn,
              std::uint32_t cwnd);
+  // Trains: the path pick() chose keeps its turn for up to `bytes` of packets in a row
+  // (within its window and round-robin credit), so that they leave the host in one GSO
+  // message; 0 gives every turn one packet.
+  void set_train(std::uint32_t bytes) { train_budget_ = bytes; }
 
   std::size_t size() const { return paths_.size(); }
   bool empty() const { return paths_.empty(); }
@@ -36,12 +48,29 @@ class PathSet {
   std::uint64_t active_cwnd() const { return active_cwnd_; }
   std::uint32_t tail_probes_due() const { return tail_probes_due_; }
 
+  // The entry of a PSN just taken (snd_nxt moved past it), cleared: the path's ring
+  // grows first if it has no room for it.
+  TxEntry& open(TxPath& p, std::uint32_t psn) {
+    if (psn - p.snd_una >= p.capacity_) grow(p, psn);
+    TxEntry& e = p.entry(psn);
+    e = TxEntry{};
+    return e;
+  }
+  // Nothing is outstanding on the path any more: its ring goes back to the pool.
+  void settle(TxPath& p) {
+    if (p.snd_una == p.snd_nxt && p.ring_) release_ring(p);
+  }
+
   // Something on the path changed that may give it room.
   void may_send(const TxPath& p) { may_send_.set(p.id); }
 
   // The entry went out on the path with e.bytes on the wire: it is in flight.
   void sent(TxPath& p, TxEntry& e) {
     e.in_flight = true;
+    if (p.id == train_path_) {
+      train_bytes_ += e.bytes;
+      train_last_ = e.bytes;
+    }
     p.credit -= e.bytes;
     p.inflight_ += e.bytes;
     inflight_ += e.bytes;
@@ -108,13 +137,20 @@ class PathSet {
 
   // The next path to carry a new packet: round robin over the paths with window room,
   // each path's turns in proportion to its window (deficit round robin), paths marked
-  // within the last round trip only when no clear path has room. Null if none has room.
+  // within the last round trip only when no clear path has room; a turn is one train
+  // (set_train). Null if none has room.
   TxPath* pick(Time now);
 
   // Recomputes every total from the paths and aborts, naming the first that disagrees.
   void validate() const;
 
  private:
+  void grow(TxPath& p, std::uint32_t psn);  // room for psn, keeping [snd_una, psn)
+  void release_ring(TxPath& p);
+  void release_rings();
+  bool train_continues(Time now) const;
+  TxPath* pick_turn(Time now);  // the next turn of the round robin
+
   // The totals first: every poll reads some of them, before any path.
   std::uint32_t inflight_ = 0;
   std::uint32_t lost_paths_ = 0;  // paths with lost_pending > 0
@@ -123,7 +159,13 @@ class PathSet {
   std::uint32_t tail_probes_due_ = 0;
   std::uint32_t cursor_ = 0;       // where pick's round robin resumes
   std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
+  std::uint32_t train_budget_ = 0;
+  std::uint32_t train_path_ = ~0u;  // the path whose train is running
+  std::uint32_t train_bytes_ = 0;   // its bytes sent in the train so far
+  std::uint32_t train_last_ = 0;    // the size of its latest packet: the next one's guess
   std::vector<TxPath> paths_;
+  std::unique_ptr<EntryPool> own_;
+  EntryPool* pool_;
   PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
 };
 

@@ -92,6 +92,8 @@ class Stream {
     return inline_.data() + std::size_t(msn & sq_mask_) * config.max_inline;
   }
 
+  bool quiesced = false;  // see Transport::quiesce_stream
+
   // Connection's round-robin of streams with something to send.
   bool scheduled = false;
 

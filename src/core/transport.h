@@ -29,6 +29,7 @@ enum class EventKind : std::uint8_t {
   kPathRecovered,  // a failed path answered again
   kPlaneDown,      // every path on a plane failed
   kPlaneUp,
+  kSrqLimitReached,  // a shared receive queue fell below its armed limit (now disarmed)
 };
 const char* to_string(EventKind);
 
@@ -39,6 +40,7 @@ struct Event {
   Endpoint peer;
   std::uint16_t path = 0;
   std::uint8_t plane = 0;
+  SrqId srq = kNoSrq;  // kSrqLimitReached
 };
 
 class Sink {
@@ -67,6 +69,8 @@ enum class DropReason : std::uint8_t {
   kWrongPeer,         // set-up packet naming an endpoint the connection is not with
   kForgedConnect,     // CONNECT of a new incarnation of a live peer that never proved itself
   kSetupEvicted,      // unconfirmed set-up evicted, oldest first, from the full half-open table
+  kOldAck,   // ACK older than one already read (replayed, duplicated, overtaken): SACK only
+  kBadQkey,  // DATAGRAM whose Q_Key is not its queue pair's
   kCount,
 };
 const char* to_string(DropReason);
@@ -79,6 +83,10 @@ struct Counters {
   std::uint64_t tx_data_packets = 0;
   std::uint64_t tx_retransmits = 0;
   std::uint64_t rx_ce_packets = 0;
+  // Over every connection, closed ones included (ConnStats has each one's own):
+  std::uint64_t path_failures = 0;  // active paths declared failed (silence)
+  std::uint64_t reentropies = 0;    // new source ports taken by paths, for any reason
+  std::uint64_t paths_home = 0;     // paths sent back to their home port after a failure
   std::uint64_t drops[static_cast<int>(DropReason::kCount)] = {};
   std::uint64_t drop(DropReason r) const { return drops[static_cast<int>(r)]; }
   std::uint64_t total_drops() const;
@@ -114,7 +122,8 @@ enum class ConnState : std::uint8_t {
   kEstablished,
   kClosing,
   kClosed,
-  kFailed
+  kFailed,
+  kTimeWait  // closed by the peer; still answers its retried CLOSE (SPEC §4.3)
 };
 const char* to_string(ConnState);
 
@@ -148,11 +157,39 @@ struct StreamConfig {
   std::uint32_t max_inline = 0;  // bytes copied at post time with send_flags::kInline
   std::uint8_t rnr_retry = 7;    // 7 retries forever, as in Verbs
   Time rnr_timer = 100 * kMicrosecond;
+  // Receives come from this shared receive queue instead of the stream's own (rq_depth
+  // then bounds how many it holds taken for messages not yet complete).
+  SrqId srq = kNoSrq;
+  // What the peer may do to this endpoint's memory through this stream (Verbs'
+  // qp_access_flags), on top of each region's own rights.
+  std::uint32_t remote_access = access::kRemoteWrite | access::kRemoteRead | access::kRemoteAtomic;
   // Transports whose streams live on one local interface (a RoCE QP on one NIC port):
   // the plane to use, -1 for the transport's choice. MetaRoCE spreads every connection's
   // paths over all planes and ignores it.
   std::int16_t plane = -1;
 };
+
+// A datagram queue pair (Verbs' UD): connectionless and unreliable, each message one
+// DATAGRAM packet of at most the MSS, placed behind a 40-byte GRH in the receive buffer.
+struct DatagramConfig {
+  std::uint32_t sq_depth = 256;
+  std::uint32_t rq_depth = 256;
+  std::uint32_t max_inline = 0;
+  std::uint32_t qkey = 0;
+};
+
+// Where one datagram goes: the peer endpoint (its address and listening port), its queue
+// pair, the Q_Key to carry, and the local plane to send from.
+struct DatagramDest {
+  Endpoint peer;
+  StreamId remote = kNoStream;
+  std::uint32_t qkey = 0;
+  std::uint8_t plane = 0;
+};
+
+// The GRH written before a datagram's payload (IBA 8.3; for IPv4 peers the IPv4 header in
+// its last 20 bytes, as RoCEv2 devices write it).
+inline constexpr std::uint32_t kGrhSize = 40;
 
 class Transport {
  public:
@@ -180,6 +217,66 @@ class Transport {
     (void)stream;
     (void)retry;
     (void)timer;
+    return Errc::kNotSupported;
+  }
+  // Puts the stream in error, as Verbs' move to ERR: every work request still posted
+  // completes with WR_FLUSH_ERR, and later ones are flushed at once.
+  virtual Errc fail_stream(Time now, StreamId stream) {
+    (void)now;
+    (void)stream;
+    return Errc::kNotSupported;
+  }
+
+  // Shared receive queues. A stream created with StreamConfig::srq takes its receives
+  // from one; post_recv on such a stream is refused. Destroying the queue leaves its
+  // streams with no receives. The limit arms a one-shot
+  // kSrqLimitReached event for when fewer receives than it remain (0 disarms).
+  virtual Errc create_srq(std::uint32_t depth, SrqId* out) {
+    (void)depth, (void)out;
+    return Errc::kNotSupported;
+  }
+  virtual Errc destroy_srq(SrqId srq) {
+    (void)srq;
+    return Errc::kNotSupported;
+  }
+  virtual Errc post_srq_recv(Time now, SrqId srq, const RecvWr& wr) {
+    (void)now, (void)srq, (void)wr;
+    return Errc::kNotSupported;
+  }
+  virtual Errc set_srq_limit(SrqId srq, std::uint32_t limit) {
+    (void)srq, (void)limit;
+    return Errc::kNotSupported;
+  }
+  virtual Errc query_srq(SrqId srq, std::uint32_t* limit, std::uint32_t* count) const {
+    (void)srq, (void)limit, (void)count;
+    return Errc::kNotSupported;
+  }
+  // The application is done with the stream, which lingers only to acknowledge what it
+  // received: it takes no more shared receives, and what it cannot place is dropped
+  // without a NACK (a destroyed queue pair on a NIC answers nothing; its peer times out).
+  virtual Errc quiesce_stream(StreamId stream) {
+    (void)stream;
+    return Errc::kNotSupported;
+  }
+  // The remote rights of a stream (StreamConfig::remote_access), changed after creation
+  // as Verbs' ibv_modify_qp does.
+  virtual Errc set_remote_access(StreamId stream, std::uint32_t access) {
+    (void)stream, (void)access;
+    return Errc::kNotSupported;
+  }
+
+  // Datagram queue pairs. They share the stream numbers (and destroy_stream, post_recv,
+  // fail_stream, quiesce_stream and stream_state) with streams, but never a connection.
+  virtual Errc create_datagram(const DatagramConfig& config, StreamId* out) {
+    (void)config, (void)out;
+    return Errc::kNotSupported;
+  }
+  virtual Errc post_datagram(Time now, StreamId qp, const SendWr& wr, const DatagramDest& dest) {
+    (void)now, (void)qp, (void)wr, (void)dest;
+    return Errc::kNotSupported;
+  }
+  virtual Errc set_qkey(StreamId qp, std::uint32_t qkey) {
+    (void)qp, (void)qkey;
     return Errc::kNotSupported;
   }
 

@@ -2,8 +2,10 @@
 // it (a ring indexed by PSN), its RTT estimate and its congestion window.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/rtt.h"
 #include "core/segment.h"
@@ -25,6 +27,31 @@ struct alignas(32) TxEntry {
   bool retransmitted : 1 = false;  // the latest send of this PSN was not its first
 };
 static_assert(sizeof(TxEntry) == 32);
+
+// Send rings, by power-of-two size, kept for reuse by every path of one engine: a path
+// takes one when it first carries data, a larger one when its packets outstanding
+// outgrow it, and gives it back once everything on it is settled. An idle path holds
+// none, and steady state allocates nothing once every size in use has been made.
+class EntryPool {
+ public:
+  EntryPool() = default;
+  EntryPool(const EntryPool&) = delete;
+  EntryPool& operator=(const EntryPool&) = delete;
+
+  // A ring of `size` entries (a power of two, at most kMaxSize), contents undefined.
+  TxEntry* take(std::uint32_t size);
+  void give(TxEntry* ring, std::uint32_t size);
+  // Entries held, free and taken: what the rings cost.
+  std::size_t entries() const { return entries_; }
+
+  static constexpr std::uint32_t kMaxSize = 256;
+
+ private:
+  std::array<std::vector<TxEntry*>, 9> free_;  // by log2 of the size
+  std::array<std::size_t, 9> made_{};          // rings made, by log2 of the size
+  std::vector<std::unique_ptr<TxEntry[]>> owned_;
+  std::size_t entries_ = 0;
+};
 
 class PathSet;
 
@@ -70,16 +97,22 @@ class alignas(64) TxPath {
   Time avoid_until = 0;     // recently marked: prefer other paths
 
  private:
-  std::unique_ptr<TxEntry[]> ring_;
-  std::uint32_t window_;  // the ring's size, a power of two
+  // Entries for the PSNs in [snd_una, snd_nxt): a ring from the engine's pool, taken
+  // when the path first carries data and as large as its packets outstanding have
+  // needed (PathSet::open), returned when nothing is outstanding (PathSet::settle).
+  TxEntry* ring_ = nullptr;
+  std::uint16_t window_;    // packets outstanding at most, a power of two
+  std::uint16_t capacity_;  // the ring's size, a power of two; 0 without a ring
 
  public:
   std::uint32_t next_order = 1;
 
   std::uint32_t window() const { return window_; }
+  std::uint32_t capacity() const { return capacity_; }
   bool ring_full() const { return snd_nxt - snd_una >= window_; }
-  TxEntry& entry(std::uint32_t psn) { return ring_[psn & (window_ - 1)]; }
-  const TxEntry& entry(std::uint32_t psn) const { return ring_[psn & (window_ - 1)]; }
+  // Only for PSNs in [snd_una, snd_nxt).
+  TxEntry& entry(std::uint32_t psn) { return ring_[psn & (capacity_ - 1u)]; }
+  const TxEntry& entry(std::uint32_t psn) const { return ring_[psn & (capacity_ - 1u)]; }
 
  private:
   void reset_sequence(std::uint32_t isn);
@@ -110,6 +143,7 @@ class alignas(64) TxPath {
  public:
   std::uint8_t tail_probes_sent = 0;  // since the last progress
   bool ack_requested = false;         // the latest transmission asked for an ACK at once
+  std::uint32_t reported_echo = 0;    // timestamp echoed by the last ACK read
 
   // Line 3: timing.
   RttEstimator rtt;
@@ -120,6 +154,22 @@ class alignas(64) TxPath {
   PathStats stats;
   Time probe_at = kNever;  // failed path: next probe
   Time probe_interval = 0;
+  // The port the path had at set-up: the connection's ports were spread over the routes
+  // there, and a path that a failure moved away tries it again later (re-entropy back),
+  // so that after a heal the paths spread out again.
+  std::uint16_t home_port = 0;
+  Time home_at = kNever;  // when to go back home
+  Time home_after = 0;    // how long to stay away first; doubles each time home fails
+  // Shared fate: the paths whose home routes died together (failed at home within a few
+  // RTOs of each other) carry the same label, the id of the first of them; a path no
+  // failure grouped carries its own id. One of a group away from home is its scout and
+  // goes home on its timer; when home answers it, the group follows at once.
+  std::uint8_t fate = 0;
+  bool scout = false;
+  bool homing = false;  // went home on its timer: its first progress there tells the group
+
+ private:
+  std::uint16_t ring_hint_ = 0;  // the size of the ring last held: the next one's
 };
 
 }  // namespace mroce

@@ -81,6 +81,8 @@ const char* to_string(EventKind k) {
       return "plane down";
     case EventKind::kPlaneUp:
       return "plane up";
+    case EventKind::kSrqLimitReached:
+      return "SRQ limit reached";
   }
   return "?";
 }
@@ -121,6 +123,10 @@ const char* to_string(DropReason r) {
       return "forged_connect";
     case DropReason::kSetupEvicted:
       return "setup_evicted";
+    case DropReason::kOldAck:
+      return "old_ack";
+    case DropReason::kBadQkey:
+      return "bad_qkey";
     case DropReason::kCount:
       break;
   }
@@ -149,6 +155,8 @@ const char* to_string(ConnState s) {
       return "closing";
     case ConnState::kClosed:
       return "closed";
+    case ConnState::kTimeWait:
+      return "time_wait";
     case ConnState::kFailed:
       return "failed";
   }

@@ -79,6 +79,14 @@ struct TxMeta {
   std::uint32_t length = 0;       // bytes written into the caller's buffer
   std::uint32_t wire_length = 0;  // UDP payload size on the wire, counting payload not carried
   PacketClass cls = PacketClass::kData;
+  // Zero-copy (EngineConfig::payload_by_reference): the datagram is the `length` bytes
+  // in the caller's buffer followed by `payload_length` bytes of registered memory at
+  // `payload`, which the engine did not copy. The driver must hand both to the kernel
+  // before the memory can change: sendmsg copies them before it returns, and the
+  // application may reuse or deregister the memory only after the work completes,
+  // which takes an acknowledgement of this very datagram. Null and 0 otherwise.
+  const std::uint8_t* payload = nullptr;
+  std::uint32_t payload_length = 0;
 };
 
 // Stream (queue pair) number, local to one engine. 24 bits are used, as for a QPN.
@@ -86,6 +94,9 @@ using StreamId = std::uint32_t;
 inline constexpr StreamId kNoStream = 0;
 // Local connection handle (slot and generation); 0 is never a valid handle.
 using ConnId = std::uint32_t;
+// A shared receive queue of one engine; 0 names none (the stream's own queue).
+using SrqId = std::uint32_t;
+inline constexpr SrqId kNoSrq = 0;
 
 // Return codes of the control API.
 enum class Errc : std::uint8_t {
@@ -172,7 +183,7 @@ inline WcOpcode completion_opcode(WrOpcode op) {
   return WcOpcode::kSend;
 }
 
-inline constexpr int kMaxSge = 4;
+inline constexpr int kMaxSge = 6;  // UCX asks 5 (RC) and 6 (UD) send SGEs
 
 // A scatter/gather element: local memory named by a registered region's lkey.
 struct Sge {
@@ -209,6 +220,10 @@ struct Completion {
   bool has_imm = false;
   std::uint32_t byte_len = 0;
   std::uint32_t imm = 0;
+  // Receives of datagram queue pairs: the sender's endpoint (address and listening port)
+  // and queue pair; port 0 otherwise.
+  Endpoint src;
+  StreamId src_stream = kNoStream;
 };
 
 struct MrKeys {

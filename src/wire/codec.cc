@@ -22,6 +22,8 @@ const char* to_string(PacketType t) {
       return "CLOSE";
     case PacketType::kCloseAck:
       return "CLOSE_ACK";
+    case PacketType::kDatagram:
+      return "DATAGRAM";
   }
   return "?";
 }
@@ -359,13 +361,21 @@ DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& opt
   if (!r.ok()) return DecodeError::kTruncated;
   if ((vt >> 4) != kVersion) return DecodeError::kBadVersion;
   const std::uint8_t type = vt & 0x0f;
-  if (type < std::uint8_t(PacketType::kData) || type > std::uint8_t(PacketType::kCloseAck)) {
+  if (type < std::uint8_t(PacketType::kData) || type > std::uint8_t(PacketType::kDatagram)) {
     return DecodeError::kBadType;
   }
   c.type = PacketType(type);
   out->payload = {};
   if (c.type != PacketType::kData && c.flags != 0) return DecodeError::kReservedBits;
   if (c.flags & ~flags::kMask) return DecodeError::kReservedBits;
+  // Set-up packets name no path, and CONNECT no connection of the receiver yet.
+  if (c.type >= PacketType::kConnect && (c.path != 0 || c.generation != 0)) {
+    return DecodeError::kReservedBits;
+  }
+  if ((c.type == PacketType::kConnect || c.type == PacketType::kDatagram) &&
+      (c.dst_conn != 0 || c.token != 0)) {
+    return DecodeError::kReservedBits;
+  }
 
   switch (c.type) {
     case PacketType::kData:
@@ -407,6 +417,8 @@ DecodeError decode(std::span<const std::uint8_t> bytes, const DecodeOptions& opt
     case PacketType::kClose:
     case PacketType::kCloseAck:
       return r.remaining() == 0 ? DecodeError::kOk : DecodeError::kBadLength;
+    case PacketType::kDatagram:
+      return decode_datagram_body(r.rest(), &out->datagram, &out->payload);
   }
   return DecodeError::kBadType;
 }

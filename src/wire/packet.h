@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "wire/datagram.h"
+
 namespace mroce::wire {
 
 inline constexpr std::uint8_t kVersion = 1;
@@ -25,6 +27,7 @@ enum class PacketType : std::uint8_t {
   kConfirm = 6,
   kClose = 7,
   kCloseAck = 8,
+  kDatagram = 9,  // connectionless: wire/datagram.h
 };
 const char* to_string(PacketType);
 
@@ -148,7 +151,8 @@ struct Packet {
   AckHeader ack;
   NackHeader nack;
   HandshakeHeader handshake;
-  std::span<const std::uint8_t> payload;  // DATA payload bytes, when carried
+  DatagramHeader datagram;
+  std::span<const std::uint8_t> payload;  // DATA or DATAGRAM payload bytes, when carried
 };
 
 // Bytes of the op-specific extension that follow the data base header.

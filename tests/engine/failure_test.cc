@@ -2,6 +2,7 @@
 // new source port and a fresh sequence space, its packets move to healthy paths) and the
 // transfer completes; a whole plane's failure is handled the same way and its recovery
 // brings traffic back.
+#include <numeric>
 #include <set>
 
 #include "engine/workload.h"
@@ -149,6 +150,116 @@ TEST(Failure, SetUpSurvivesABlackholedRoute) {
   w.post_all();
   ASSERT_TRUE(w.run(10 * kSecond));
   w.verify();
+}
+
+TEST(Failure, AGreySpineAmongCleanOnesIsLeftWithoutFailing) {
+  // One spine loses 70% of what crosses it, the others nothing: its paths lose far more
+  // than the rest while their ACKs still come, a bad route rather than a dead one. They
+  // take new ports and keep working; none is failed.
+  Cluster cl(2, 1, 4, 6);
+  cl.net.spine(0, 1).loss = 0.7;
+  cl.net.spine(0, 1).loss_all = true;
+  Workload w(cl, 4, 300, 60000, 6, false);
+  w.post_all();
+  ASSERT_TRUE(w.run(30 * kSecond));
+  w.verify();
+  const ConnId conn = cl.engine(0).stream_connection(1);
+  ConnStats st;
+  ASSERT_TRUE(cl.engine(0).connection_stats(conn, &st));
+  EXPECT_GT(st.reentropies, 0u);
+  EXPECT_EQ(st.path_failures, 0u);
+}
+
+TEST(Failure, AfterAHealPathsSpreadOverEverySpineAgain) {
+  // A spine dies mid-transfer: its paths fail and find ports on the other three. Once it
+  // heals they go back, so the connection again uses every spine as it did at set-up.
+  Cluster cl(2, 1, 4, 21);
+  Workload w(cl, 4, 300, 60000, 21, false);
+  w.post_all();
+  cl.net.run_for(1 * kMillisecond);
+  const ConnId conn = cl.engine(0).stream_connection(1);
+  ConnStats st;
+  ASSERT_TRUE(cl.engine(0).connection_stats(conn, &st));
+  const Address a = host_address(0, 0), b = host_address(1, 0);
+  const auto per_spine = [&] {
+    std::vector<int> n(4);
+    for (std::uint16_t i = 0; i < st.paths; ++i) {
+      PathStats ps;
+      cl.engine(0).path_stats(conn, i, &ps);
+      if (ps.state == PathState::kActive) ++n[cl.net.spine_of(a, b, ps.src_port, kDefaultPort)];
+    }
+    return n;
+  };
+  const std::vector<int> at_setup = per_spine();
+  int dead = 0;
+  for (int s = 1; s < 4; ++s) dead = at_setup[s] > at_setup[dead] ? s : dead;
+  cl.net.spine(0, dead).blackhole = true;
+  cl.net.run_for(100 * kMillisecond);
+  EXPECT_GT(path_failures(cl.engine(0), conn), 0u);
+  EXPECT_EQ(per_spine()[dead], 0);
+  cl.net.spine(0, dead).blackhole = false;
+  ASSERT_TRUE(w.run(30 * kSecond));
+  w.verify();
+  cl.net.run_for(2 * kSecond);
+  EXPECT_EQ(per_spine(), at_setup);
+}
+
+TEST(Failure, AfterALongOutageTheHealIsFoundWithinTwoSeconds) {
+  // A spine is dead for 8 s under a steady stream of 64 KiB WRITEs (four in flight,
+  // topped up every millisecond): its paths fail together and one of them keeps trying
+  // home. Within 2 s of the heal every path is back where it was at set-up (waits that
+  // each path doubled on its own were 8 s or more by then).
+  Cluster cl(2, 1, 4, 23);
+  StreamConfig cfg;
+  cfg.sq_depth = 16;
+  const StreamId sa = cl.connect(0, 1, cfg).first;
+  constexpr std::uint32_t kLen = 64 << 10;
+  Buffer src(cl.engine(0), kLen), dst(cl.engine(1), kLen);
+  fill_pattern(src.bytes, 23);
+  std::uint64_t posted = 0;
+  // Runs the network for `d`, topping the WRITEs up every millisecond.
+  const auto drive = [&](Time d) {
+    for (Time t = 0; t < d; t += kMillisecond) {
+      while (posted < cl.rec(0).completions.size() + 4) {
+        SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, kLen, posted);
+        wr.remote_addr = dst.addr();
+        wr.rkey = dst.keys.rkey;
+        ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), sa, wr), Errc::kOk);
+        ++posted;
+      }
+      cl.net.run_for(kMillisecond);
+    }
+  };
+  drive(50 * kMillisecond);
+  const ConnId conn = cl.engine(0).stream_connection(sa);
+  ConnStats st;
+  ASSERT_TRUE(cl.engine(0).connection_stats(conn, &st));
+  const Address a = host_address(0, 0), b = host_address(1, 0);
+  const auto per_spine = [&] {
+    std::vector<int> n(4);
+    for (std::uint16_t i = 0; i < st.paths; ++i) {
+      PathStats ps;
+      cl.engine(0).path_stats(conn, i, &ps);
+      if (ps.state == PathState::kActive) ++n[cl.net.spine_of(a, b, ps.src_port, kDefaultPort)];
+    }
+    return n;
+  };
+  const std::vector<int> at_setup = per_spine();
+  ASSERT_EQ(std::accumulate(at_setup.begin(), at_setup.end(), 0), int(st.paths));
+  int dead = 0;
+  for (int s = 1; s < 4; ++s) dead = at_setup[s] > at_setup[dead] ? s : dead;
+  cl.net.spine(0, dead).blackhole = true;
+  drive(8 * kSecond);
+  EXPECT_GE(path_failures(cl.engine(0), conn), std::uint64_t(at_setup[dead]));
+  EXPECT_EQ(per_spine()[dead], 0);
+  cl.net.spine(0, dead).blackhole = false;
+  const std::size_t at_heal = cl.rec(0).completions.size();
+  drive(2 * kSecond);
+  EXPECT_EQ(per_spine(), at_setup);
+  EXPECT_GT(cl.rec(0).completions.size(), at_heal + 1000);
+  ASSERT_TRUE(cl.run_until_completions(0, posted, 10 * kSecond));
+  for (const Completion& c : cl.rec(0).completions) ASSERT_EQ(c.status, WcStatus::kSuccess);
+  EXPECT_EQ(src.bytes, dst.bytes);
 }
 
 }  // namespace

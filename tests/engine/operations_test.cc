@@ -115,6 +115,33 @@ TEST_F(Operations, ReadFetchesRemoteBytes) {
   EXPECT_TRUE(cl.rec(1).completions.empty());
 }
 
+// A zero-length WRITE or READ names no remote memory: as on an IBA responder, its R_Key
+// and address are not checked (UCX's rc_verbs flushes with an empty WRITE, rkey 0). One
+// byte with the same key is still refused.
+TEST_F(Operations, ZeroLengthRdmaChecksNoKey) {
+  Buffer local(A(), 64);
+  const WrOpcode ops[] = {WrOpcode::kRdmaWrite, WrOpcode::kRdmaRead};
+  for (std::size_t i = 0; i < 2; ++i) {
+    SendWr wr = make_wr(ops[i], local, 0, 0, 10 + i);
+    wr.num_sge = 0;
+    wr.remote_addr = 0;
+    wr.rkey = 0;
+    ASSERT_EQ(A().post_send(now(), a, wr), Errc::kOk);
+    ASSERT_TRUE(cl.run_until_completions(0, i + 1, kLimit));
+    const Completion& c = cl.rec(0).completions[i];
+    EXPECT_EQ(c.status, WcStatus::kSuccess) << i;
+    EXPECT_EQ(c.wr_id, 10 + i);
+    EXPECT_EQ(c.byte_len, 0u);
+  }
+  SendWr one = make_wr(WrOpcode::kRdmaWrite, local, 0, 1, 12);
+  one.remote_addr = 0;
+  one.rkey = 0;
+  ASSERT_EQ(A().post_send(now(), a, one), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 3, kLimit));
+  EXPECT_EQ(cl.rec(0).completions[2].status, WcStatus::kRemAccessErr);
+  EXPECT_TRUE(cl.rec(1).completions.empty());
+}
+
 TEST_F(Operations, AtomicsReturnOriginalAndUpdateRemote) {
   Buffer local(A(), 64), remote(B(), 64);
   std::uint64_t v = 100;

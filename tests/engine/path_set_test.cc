@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace mroce {
 namespace {
 
@@ -13,8 +15,7 @@ constexpr std::uint32_t kWindow = 2000;
 // Sends one packet of `bytes` on path i, as the connection does.
 TxEntry& send(PathSet& set, std::size_t i, std::uint16_t bytes) {
   TxPath& p = set[i];
-  TxEntry& e = p.entry(p.snd_nxt++);
-  e = TxEntry{};
+  TxEntry& e = set.open(p, p.snd_nxt++);
   e.bytes = bytes;
   e.sent = true;
   set.sent(p, e);
@@ -68,6 +69,32 @@ TEST(PathSet, VerbsKeepTheTotals) {
   EXPECT_EQ(set.active_paths(), 3u);
 }
 
+TEST(PathSet, ARingIsTakenWithDataGrowsToTheWindowAndGoesBackWhenSettled) {
+  EntryPool pool;
+  PathSet set(pool);
+  set.reset(2, 64, kMicrosecond, kIsn, 100 * kWindow);
+  EXPECT_EQ(set[0].capacity(), 0u);  // an idle path holds no ring
+  std::vector<std::uint32_t> psns;
+  for (int i = 0; i < 40; ++i) {
+    psns.push_back(set[0].snd_nxt);
+    send(set, 0, static_cast<std::uint16_t>(100 + i));
+  }
+  EXPECT_EQ(set[0].capacity(), 64u);  // grown by doubling, kept in PSN order
+  EXPECT_EQ(set[1].capacity(), 0u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(set[0].entry(psns[i]).bytes, 100 + i);
+  set.validate();
+  for (std::uint32_t psn : psns) set.acknowledged(set[0], set[0].entry(psn));
+  set[0].snd_una = set[0].snd_nxt;
+  set.settle(set[0]);
+  EXPECT_EQ(set[0].capacity(), 0u);
+  const std::size_t made = pool.entries();
+  // Busy again: the ring of the size it reached comes back from the pool.
+  send(set, 0, 100);
+  EXPECT_EQ(set[0].capacity(), 64u);
+  EXPECT_EQ(pool.entries(), made);
+  set.validate();
+}
+
 TEST(PathSetDeathTest, NoticesAnEntryTakenOutOfFlightBehindItsBack) {
   PathSet set;
   set.reset(2, 8, kMicrosecond, kIsn, kWindow);
@@ -100,6 +127,51 @@ TEST(PathSetDeathTest, NoticesAPathWithRoomMissingFromTheMask) {
   set.may_send(set[0]);
   set.validate();
   EXPECT_EQ(set.pick(0), &set[0]);
+}
+
+// With trains, the chosen path keeps its turn for a train's bytes (within its window and
+// its round-robin credit), then the next path gets one; over a round every path still
+// sends its window's share.
+TEST(PathSet, TrainsKeepThePathForATrainThenMoveOn) {
+  PathSet set;
+  set.reset(4, 64, kMicrosecond, kIsn, 10 * kWindow);
+  set.set_train(3 * 1000);
+  std::vector<std::size_t> order;
+  for (int k = 0; k < 24; ++k) {
+    TxPath* p = set.pick(0);
+    ASSERT_NE(p, nullptr);
+    order.push_back(p->id);
+    send(set, p->id, 1000);
+  }
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    EXPECT_EQ(order[k], (k / 3) % 4) << "pick " << k;
+  }
+  set.validate();
+  // Without trains, every turn is one packet.
+  set.reset(4, 64, kMicrosecond, kIsn, 10 * kWindow);
+  set.set_train(0);
+  for (std::size_t k = 0; k < 8; ++k) {
+    TxPath* p = set.pick(0);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->id, k % 4);
+    send(set, p->id, 1000);
+  }
+}
+
+// A train ends where the path's window does.
+TEST(PathSet, ATrainStopsAtThePathsWindow) {
+  PathSet set;
+  set.reset(2, 64, kMicrosecond, kIsn, 2000);
+  set.set_train(60000);
+  std::vector<std::size_t> order;
+  for (int k = 0; k < 4; ++k) {
+    TxPath* p = set.pick(0);
+    ASSERT_NE(p, nullptr);
+    order.push_back(p->id);
+    send(set, p->id, 1000);
+  }
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 0, 1, 1}));
+  EXPECT_EQ(set.pick(0), nullptr);
 }
 
 }  // namespace

@@ -166,6 +166,48 @@ TEST_F(Security, GarbageDuringATransferIsCountedAndHarmless) {
             0u);
 }
 
+TEST_F(Security, ReplayedAcksAreCountedAndGiveNoRttSample) {
+  // Every ACK host 1 sends, kept; once the writes are done and the paths quiet, each is
+  // delivered again, much later: a replay must be counted and must not read as the
+  // path's round trip (it would be the time since the original).
+  std::vector<Captured> acks;
+  cl.net.set_tap([&](int host, const TxMeta& m, std::span<const std::uint8_t> bytes) {
+    wire::Packet p;
+    if (host == 1 && wire::decode(bytes, {}, &p) == wire::DecodeError::kOk &&
+        p.common.type == wire::PacketType::kAck) {
+      acks.push_back({{bytes.begin(), bytes.end()}, m});
+    }
+  });
+  Buffer src(cl.engine(0), 1 << 16), dst(cl.engine(1), 1 << 16);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 1 << 16, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 100 * kMillisecond));
+  ASSERT_FALSE(acks.empty());
+  cl.net.run_until([] { return false; }, cl.net.now() + 500 * kMillisecond);
+  const ConnId conn = cl.engine(0).stream_connection(a);
+  ConnStats cs;
+  ASSERT_TRUE(cl.engine(0).connection_stats(conn, &cs));
+  std::vector<Time> srtt(cs.paths);
+  for (std::uint16_t i = 0; i < cs.paths; ++i) {
+    PathStats ps;
+    ASSERT_TRUE(cl.engine(0).path_stats(conn, i, &ps));
+    srtt[i] = ps.srtt;
+  }
+  const Counters before = cl.engine(0).counters();
+  for (const Captured& c : acks) cl.net.inject(0, rx_of(c.meta), c.bytes);
+  cl.net.run_until([] { return false; }, cl.net.now() + 1 * kMillisecond);
+  const Counters& after = cl.engine(0).counters();
+  EXPECT_EQ(after.drop(DropReason::kOldAck), before.drop(DropReason::kOldAck) + acks.size());
+  for (std::uint16_t i = 0; i < cs.paths; ++i) {
+    PathStats ps;
+    ASSERT_TRUE(cl.engine(0).path_stats(conn, i, &ps));
+    EXPECT_EQ(ps.srtt, srtt[i]) << "path " << i;
+    EXPECT_EQ(ps.state, PathState::kActive) << "path " << i;
+  }
+}
+
 TEST(SetUpSecurity, ReflectedConnectAndAcceptFromElsewhereAreRefused) {
   // An attacker on the path sends an endpoint its own CONNECT back, and an ACCEPT that
   // claims another endpoint. Answering either would connect it to itself or to a

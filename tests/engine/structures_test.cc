@@ -214,8 +214,18 @@ TEST(RttEstimator, SmoothsAsRfc6298AndClampsTheTimeout) {
   EXPECT_EQ(steady.rto(1, kSecond), 10 * kMicrosecond + 1000);  // variance floor of 1 us
 }
 
+TEST(InboundTable, HoldsNothingUntilOpened) {
+  InboundTable table(64);
+  EXPECT_EQ(table.insert(1, 0), nullptr);
+  EXPECT_EQ(table.find(1, 0), nullptr);
+  table.open();
+  EXPECT_NE(table.insert(1, 0), nullptr);
+  EXPECT_NE(table.find(1, 0), nullptr);
+}
+
 TEST(InboundTable, FindsWhatItHoldsThroughCollisionsAndErasures) {
   InboundTable table(64);
+  table.open();
   std::set<std::pair<std::uint32_t, std::uint32_t>> model;
   std::mt19937_64 rng(5);
   for (int step = 0; step < 4000; ++step) {

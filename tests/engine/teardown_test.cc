@@ -70,6 +70,46 @@ TEST_F(Teardown, DestroyingAStreamReleasesEverySlotItHeld) {
   EXPECT_EQ(stats(B(), keep.second).inbound_messages, 0u);
 }
 
+// Verbs' move to ERR: the stream's posted work completes with WR_FLUSH_ERR (a WRITE in
+// flight, a receive), later work is flushed at once, its slots are free again, and the
+// connection's other stream still moves data.
+TEST_F(Teardown, FailingAStreamFlushesItsWork) {
+  StreamId a = 0, b = 0;
+  std::tie(a, b) = cl.connect(0, 1);
+  Buffer local(A(), 1 << 20), remote(B(), 1 << 20);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, local, 0, 1 << 20, 1);
+  wr.remote_addr = remote.addr();
+  wr.rkey = remote.keys.rkey;
+  ASSERT_EQ(A().post_send(now(), a, wr), Errc::kOk);
+  ASSERT_EQ(A().post_recv(now(), a, make_recv(local, 0, 64, 2)), Errc::kOk);
+  run_for(50 * kMicrosecond);  // the WRITE is on its way, not done
+  ASSERT_TRUE(cl.rec(0).completions.empty());
+
+  ASSERT_EQ(A().fail_stream(now(), a), Errc::kOk);
+  EXPECT_EQ(A().stream_state(a), StreamState::kError);
+  ASSERT_EQ(cl.rec(0).completions.size(), 2u);
+  for (const auto& c : cl.rec(0).completions) {
+    EXPECT_EQ(c.status, WcStatus::kWrFlushErr);
+    EXPECT_EQ(c.stream, a);
+  }
+  ASSERT_EQ(A().post_recv(now(), a, make_recv(local, 0, 64, 3)), Errc::kOk);
+  ASSERT_EQ(cl.rec(0).completions.size(), 3u);
+  EXPECT_EQ(cl.rec(0).completions.back().wr_id, 3u);
+  EXPECT_EQ(cl.rec(0).completions.back().status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(A().fail_stream(now(), a), Errc::kOk);  // again: nothing more
+  EXPECT_EQ(cl.rec(0).completions.size(), 3u);
+  EXPECT_EQ(stats(A(), keep.first).open_messages, 0u);
+
+  SendWr w2 = make_wr(WrOpcode::kRdmaWrite, local, 0, 4096, 4);
+  w2.remote_addr = remote.addr();
+  w2.rkey = remote.keys.rkey;
+  w2.flags |= send_flags::kSignaled;
+  ASSERT_EQ(A().post_send(now(), keep.first, w2), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, now() + kLimit, [](const Completion& c) {
+    return c.wr_id == 4 && c.status == WcStatus::kSuccess;
+  }));
+}
+
 // Queue pairs created and destroyed one after another on one connection, each leaving a
 // WRITE acknowledged behind an unfinished READ: far more of them than the peer's
 // message table holds, and the surviving stream still moves data afterwards.

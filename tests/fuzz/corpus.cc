@@ -51,11 +51,23 @@ int main(int argc, char** argv) {
   hs.address_count = 1;
   for (PacketType t : {PacketType::kConnect, PacketType::kAccept}) {
     c.type = t;
-    save(encode_handshake(c, hs, buf));
+    CommonHeader h = c;
+    if (t == PacketType::kConnect) h.dst_conn = h.token = 0;  // else malformed
+    save(encode_handshake(h, hs, buf));
   }
   for (PacketType t : {PacketType::kConfirm, PacketType::kClose, PacketType::kCloseAck}) {
     c.type = t;
     save(encode_bare(c, buf));
+  }
+  for (DatagramOp op : {DatagramOp::kSend, DatagramOp::kSendImm}) {
+    DatagramHeader d;
+    d.dst_qp = 0x10001;
+    d.src_qp = 0x20002;
+    d.qkey = 0x11111111;
+    d.op = op;
+    d.payload_length = 64;
+    if (op == DatagramOp::kSendImm) d.imm = 7;
+    save(encode_datagram(d, buf) + d.payload_length);
   }
   return 0;
 }

@@ -25,6 +25,11 @@ std::size_t reencode(const Packet& p, std::vector<std::uint8_t>& out) {
     case PacketType::kConnect:
     case PacketType::kAccept:
       return encode_handshake(p.common, p.handshake, out);
+    case PacketType::kDatagram: {
+      std::size_t n = encode_datagram(p.datagram, out);
+      std::memcpy(out.data() + n, p.payload.data(), p.payload.size());
+      return n + p.payload.size();
+    }
     default:
       return encode_bare(p.common, out);
   }

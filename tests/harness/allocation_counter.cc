@@ -1,5 +1,6 @@
 #include "harness/allocation_counter.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -37,5 +38,27 @@ void operator delete(void* p, std::size_t) noexcept {
   std::free(p);
 }
 void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+// Over-aligned types (the engine's cache-line aligned entries) come through these.
+void* operator new(std::size_t n, std::align_val_t al) {
+  if (g_counting) ++g_allocations;
+  const auto a = static_cast<std::size_t>(al);
+  if (void* p = std::aligned_alloc(a, (std::max<std::size_t>(n, 1) + a - 1) / a * a)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t al) {
+  return operator new(n, al);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
   std::free(p);
 }

@@ -340,6 +340,7 @@ class Stress {
     }
     wr.rkey = hosts_[peer].keys.rkey + (w.bad_key ? 0x100 : 0);
     if (consumes_receive(w.op) && w.op != WrOpcode::kRdmaWriteWithImm) w.bad_key = false;
+    if (w.length == 0) w.bad_key = false;  // a zero-length RDMA checks no key (SPEC 7.3)
     wrs_[id] = w;
     const Errc e = hosts_[h].engine->post_send(now_, w.stream, wr);
     if (e != Errc::kOk) {

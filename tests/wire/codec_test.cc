@@ -16,10 +16,14 @@ std::vector<std::uint8_t> buffer() {
 CommonHeader common(PacketType t) {
   CommonHeader c;
   c.type = t;
-  c.path = 7;
-  c.generation = 200;
-  c.dst_conn = 0x12345678;
-  c.token = 0x0102030405060708ull;
+  if (t == PacketType::kData || t == PacketType::kAck || t == PacketType::kNack) {
+    c.path = 7;  // set-up packets carry path and generation 0
+    c.generation = 200;
+  }
+  if (t != PacketType::kConnect) {  // CONNECT names no connection of the receiver yet
+    c.dst_conn = 0x12345678;
+    c.token = 0x0102030405060708ull;
+  }
   return c;
 }
 
@@ -216,6 +220,32 @@ TEST(Codec, BarePackets) {
   }
 }
 
+TEST(Codec, SetUpPacketsWithAPathGenerationOrConnectIdAreMalformed) {
+  auto buf = buffer();
+  HandshakeHeader hs;
+  hs.src_conn = 1;
+  hs.mss = 4096;
+  hs.paths = 4;
+  hs.address_count = 1;
+  Packet p;
+  for (int t = int(PacketType::kConnect); t <= int(PacketType::kCloseAck); ++t) {
+    const PacketType type = PacketType(t);
+    const bool handshake = type == PacketType::kConnect || type == PacketType::kAccept;
+    for (int field = 0; field < 4; ++field) {
+      CommonHeader c = common(type);
+      if (field == 0) c.path = 1;
+      if (field == 1) c.generation = 1;
+      if (field == 2) c.dst_conn ^= 1;
+      if (field == 3) c.token ^= 1;
+      const std::size_t n = handshake ? encode_handshake(c, hs, buf) : encode_bare(c, buf);
+      const bool id_field = field >= 2;
+      const DecodeError want =
+          !id_field || type == PacketType::kConnect ? DecodeError::kReservedBits : DecodeError::kOk;
+      EXPECT_EQ(decode({buf.data(), n}, {}, &p), want) << to_string(type) << " field " << field;
+    }
+  }
+}
+
 TEST(Codec, RejectsMalformedCommonHeaders) {
   auto buf = buffer();
   const std::size_t n = encode_bare(common(PacketType::kConfirm), buf);
@@ -229,7 +259,7 @@ TEST(Codec, RejectsMalformedCommonHeaders) {
   bad = buf;
   bad[0] = std::uint8_t(1 << 4 | 0);
   EXPECT_EQ(decode({bad.data(), n}, {}, &p), DecodeError::kBadType);
-  bad[0] = std::uint8_t(1 << 4 | 9);
+  bad[0] = std::uint8_t(1 << 4 | 10);
   EXPECT_EQ(decode({bad.data(), n}, {}, &p), DecodeError::kBadType);
   bad = buf;
   bad[1] = flags::kAckRequest;  // flags are for DATA only
