@@ -15,8 +15,12 @@ class NetCompletionQueue final : public CompletionQueue {
       : core_(std::move(core)), ring_(std::move(ring)) {}
 
   int poll(Completion* out, int max) override;
+  bool empty() const override { return ring_->empty(); }
   int fd() const override { return ring_->fd(); }
-  void request_notify(bool solicited_only) override { ring_->request_notify(solicited_only); }
+  void request_notify(bool solicited_only) override {
+    ring_->request_notify(solicited_only);
+    core_->datapath().app_sleeps();
+  }
   int capacity() const override { return ring_->capacity(); }
 
   const std::shared_ptr<CompletionRing>& ring() const { return ring_; }

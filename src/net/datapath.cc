@@ -1,7 +1,18 @@
 #include "net/datapath.h"
 
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <algorithm>
+
+#include "net/udp_stats.h"
 
 namespace mroce::net {
 
@@ -14,6 +25,12 @@ constexpr std::size_t kGroSlot = 65536;
 // Manual progress reads the listening sockets (data) on every call and asks epoll about
 // the source-port sockets (acknowledgements) on every this many calls.
 constexpr std::uint32_t kPoolPollEvery = 4;
+// Busy polling: the progress thread stays parked while the application's polls came
+// this recently; past that it sleeps on the sockets as a kThread one does (the
+// application is likely descheduled: spinning would take the core it needs), and only
+// after kPollPause without a poll does it spin again.
+constexpr Time kParkFor = kMillisecond;
+constexpr Time kPollPause = 20 * kMillisecond;
 
 thread_local const Datapath* progress_thread_of = nullptr;
 
@@ -24,23 +41,70 @@ Datapath::Datapath(std::unique_ptr<Transport> transport, SocketTable sockets,
     : transport_(std::move(transport)),
       sockets_(std::move(sockets)),
       config_(config),
-      tx_(config.tx_batch, transport_->max_packet_size(), config.gso),
-      rx_(config.rx_slots, kGroSlot, transport_->max_packet_size()),
-      rxq_drops_(sockets_.size()),
-      ready_(64) {}
+      tx_(config.tx_batch, transport_->max_packet_size(), config.gso, config.tx_uring),
+      ready_(64),
+      checksum_errors_base_(udp_checksum_errors()) {
+  const std::size_t receivers = config_.threads > 1 ? config_.threads - 1 : 1;
+  for (std::size_t i = 0; i < receivers; ++i) {
+    receivers_.push_back(std::make_unique<Receiver>(config_.rx_slots, transport_->max_packet_size(),
+                                                    sockets_.size()));
+  }
+}
+
+Datapath::Receiver::Receiver(std::size_t slots, std::size_t max_datagram, std::size_t sockets)
+    : batch(slots, kGroSlot, max_datagram), rxq_drops(sockets), ready(64) {}
 
 Datapath::~Datapath() {
   stop();
+  if (park_fd_ >= 0) close(park_fd_);
 }
 
 bool Datapath::start(std::string* error) {
   if (!poller_.open(error)) return false;
-  const bool manual = config_.progress == Progress::kManual;
-  for (std::size_t i = 0; i < sockets_.size(); ++i) {
-    if (manual && sockets_.is_listener(i)) listeners_.push_back(i);
-    if (!poller_.add(sockets_.at(i).fd(), i, error)) return false;
+  if (config_.progress == Progress::kBusyPoll) {
+    park_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (park_fd_ < 0) {
+      *error = std::string("eventfd: ") + std::strerror(errno);
+      return false;
+    }
   }
-  if (config_.progress != Progress::kManual) thread_ = std::thread([this] { run(); });
+  const bool polled = config_.progress != Progress::kThread;
+  if (split()) {
+    for (auto& r : receivers_) {
+      if (!r->poller.open(error)) return false;
+    }
+  }
+  for (std::size_t i = 0; i < sockets_.size(); ++i) {
+    if (polled && sockets_.is_listener(i)) listeners_.push_back(i);
+    // Beside receive threads, socket i is read by receiver i mod their number alone.
+    Poller& p = split() ? receivers_[i % receivers_.size()]->poller : poller_;
+    if (!p.add(sockets_.at(i).fd(), i, error)) return false;
+  }
+  std::vector<std::thread*> threads;
+  if (split()) {
+    thread_ = std::thread([this] { run_transmit(); });
+    threads.push_back(&thread_);
+    for (auto& r : receivers_) {
+      Receiver* rp = r.get();
+      r->thread = std::thread([this, rp] { run_receiver(*rp); });
+      threads.push_back(&r->thread);
+    }
+  } else if (config_.progress != Progress::kManual) {
+    thread_ = std::thread([this] { run(); });
+    threads.push_back(&thread_);
+  }
+  if (config_.realtime) {
+    for (std::thread* t : threads) {
+      const sched_param param{.sched_priority = 1};
+      const int e = pthread_setschedparam(t->native_handle(), SCHED_FIFO, &param);
+      if (e != 0) {
+        *error = std::string("progress_realtime: SCHED_FIFO refused (") + std::strerror(e) +
+                 "; needs CAP_SYS_NICE or RLIMIT_RTPRIO)";
+        stop();
+        return false;
+      }
+    }
+  }
   return true;
 }
 
@@ -48,7 +112,14 @@ void Datapath::stop() {
   stop_.store(true);
   if (thread_.joinable()) {
     poller_.wake();
+    unpark();
     thread_.join();
+  }
+  for (auto& r : receivers_) {
+    if (r->thread.joinable()) {
+      r->poller.wake();
+      r->thread.join();
+    }
   }
 }
 
@@ -59,20 +130,111 @@ void Datapath::run() {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   const bool busy = config_.progress == Progress::kBusyPoll;
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (busy && park_while_polled()) {
+      // The application stopped polling: what its last step received may still owe a
+      // flush, and timers may be due.
+      service(owed_flush_.exchange(false));
+      continue;
+    }
     const Time now = monotonic_now();
+    const Time polled = app_polled_.load(std::memory_order_relaxed);
+    const bool spin = busy && (polled == 0 || now >= polled + kPollPause);
     Time wake = now;
-    if (!busy) {
+    if (!spin) {
       MutexLock lock(engine_mutex_);
       wake = transport_->next_deadline();
+      // Deadlines within a tick of the last service wait for the tick, past ones too:
+      // service() would refuse them until then, and the loop would spin.
       const Time earliest = last_service_.load() + config_.tick;
-      if (wake > now && wake < earliest) wake = earliest;
+      if (wake < earliest) wake = earliest;
       armed_.store(wake);
     }
     const int n = poller_.wait(now, wake, ready_);
     armed_.store(0);
     wakeups_.fetch_add(1, std::memory_order_relaxed);
-    service(receive_ready(std::span<const std::uint64_t>(ready_.data(), std::size_t(n)), true));
+    service(receive_ready(*receivers_[0],
+                          std::span<const std::uint64_t>(ready_.data(), std::size_t(n)),
+                          After::kFlush));
   }
+}
+
+void Datapath::run_transmit() {
+  progress_thread_of = this;
+  pthread_setname_np(pthread_self(), "mroce-progress");
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const Time now = monotonic_now();
+    Time wake;
+    {
+      MutexLock lock(engine_mutex_);
+      wake = transport_->next_deadline();
+      const Time earliest = last_service_.load() + config_.tick;
+      if (wake < earliest) wake = earliest;
+      armed_.store(wake);
+    }
+    // A receive thread notes first and then looks at armed_; this thread arms first and
+    // then looks at the note: one of the two sees the other (both sequentially
+    // consistent), so a note never waits for the deadline.
+    bool due = flush_pending_.load();
+    if (!due) due = poller_.wait(now, wake, ready_) > 0;
+    armed_.store(0);
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
+    service(due || flush_pending_.load());
+  }
+}
+
+void Datapath::run_receiver(Receiver& r) {
+  pthread_setname_np(pthread_self(), "mroce-rx");
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const int n = r.poller.wait(monotonic_now(), kNever, r.ready);
+    // A hand-off after every full batch (more waits: let the sending run beside the
+    // reading) and one when every ready socket is read: one datagram or two a socket,
+    // as acknowledgements spread over the paths' sockets come, are handed off together,
+    // so the sender finds the window they all freed and sends it in longer trains.
+    if (receive_ready(r, std::span<const std::uint64_t>(r.ready.data(), std::size_t(n)),
+                      After::kHandOffFull)) {
+      hand_off();
+    }
+  }
+}
+
+void Datapath::hand_off() {
+  flush_pending_.store(true);
+  if (armed_.load() != 0) {
+    armed_.store(0);
+    poller_.wake();
+  }
+}
+
+bool Datapath::park_while_polled() {
+  bool parked = false;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const Time polled = app_polled_.load(std::memory_order_relaxed);
+    const Time now = monotonic_now();
+    if (polled == 0 || now >= polled + kParkFor) break;
+    parked = true;
+    const Time left = polled + kParkFor - now;
+    const timespec timeout{static_cast<time_t>(left / kSecond), static_cast<long>(left % kSecond)};
+    pollfd p{park_fd_, POLLIN, 0};
+    if (ppoll(&p, 1, &timeout, nullptr) > 0) {
+      std::uint64_t v;
+      [[maybe_unused]] ssize_t r = read(park_fd_, &v, sizeof v);
+    }
+  }
+  return parked;
+}
+
+void Datapath::unpark() {
+  if (park_fd_ < 0) return;
+  app_polled_.store(0, std::memory_order_relaxed);
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = write(park_fd_, &one, sizeof one);
+  poller_.wake();  // it may be asleep on the sockets
+}
+
+void Datapath::app_sleeps() {
+  if (config_.progress == Progress::kBusyPoll) unpark();
 }
 
 void Datapath::service(bool now_due) {
@@ -98,24 +260,32 @@ void Datapath::wait(Time max_wait) {
   wake = std::min(wake, now + max_wait);
   std::uint64_t ready[64];
   const int n = poller_.wait(now, wake, ready);
-  const bool arrived = receive_ready(std::span<const std::uint64_t>(ready, std::size_t(n)), false);
+  const bool arrived = receive_ready(
+      *receivers_[0], std::span<const std::uint64_t>(ready, std::size_t(n)), After::kNothing);
   service(arrived || owed_flush_.exchange(false));
 }
 
 void Datapath::progress() {
-  // With a progress thread the sockets are its own: a read here could swallow the
-  // wake-up meant for it.
-  if (config_.progress != Progress::kManual) {
+  // With a sleeping progress thread the sockets are its own: a read here could swallow
+  // the wake-up meant for it.
+  if (config_.progress == Progress::kThread) {
     service(false);
     return;
   }
+  Receiver& r = *receivers_[0];
+  // Busy polling: a polling application makes the steps itself, on its own core, and
+  // the spinning thread parks until the polls stop (one core per process, not two).
+  if (config_.progress == Progress::kBusyPoll) {
+    app_polled_.store(monotonic_now(), std::memory_order_relaxed);
+  }
   bool arrived = false;
-  for (std::size_t i : listeners_) arrived |= receive_socket(i, false);
+  for (std::size_t i : listeners_) arrived |= receive_socket(r, i, After::kNothing);
   if (manual_polls_.fetch_add(1, std::memory_order_relaxed) % kPoolPollEvery == 0) {
     std::uint64_t ready[64];
     const Time now = monotonic_now();
     const int n = poller_.wait(now, now, ready);
-    arrived |= receive_ready(std::span<const std::uint64_t>(ready, std::size_t(n)), false);
+    arrived |=
+        receive_ready(r, std::span<const std::uint64_t>(ready, std::size_t(n)), After::kNothing);
   }
   if (arrived) {
     // What arrived may make the application answer: let its answer go out first, with
@@ -127,36 +297,39 @@ void Datapath::progress() {
   service(owed_flush_.exchange(false));
 }
 
-bool Datapath::receive_ready(std::span<const std::uint64_t> ready, bool flush_each) {
+bool Datapath::receive_ready(Receiver& r, std::span<const std::uint64_t> ready, After after) {
   bool any = false;
   for (std::uint64_t token : ready) {
     if (token != Poller::kWakeToken) {
-      any |= receive_socket(static_cast<std::size_t>(token), flush_each);
+      any |= receive_socket(r, static_cast<std::size_t>(token), after);
     }
   }
   return any;
 }
 
-bool Datapath::receive_socket(std::size_t index, bool flush_each) {
+bool Datapath::receive_socket(Receiver& r, std::size_t index, After after) {
   const UdpSocket& s = sockets_.at(index);
   const std::uint8_t plane = sockets_.plane_of(index);
   bool any = false;
   for (int round = 0; round < kMaxReadsPerSocket; ++round) {
     int reads;
     {
-      MutexLock rx_lock(rx_mutex_);
-      reads = rx_.receive(s, plane, config_.rx_ecn_threshold, &rxq_drops_[index], &rx_counters_);
+      MutexLock rx_lock(r.mutex);
+      // The system call runs outside the engine lock.
+      reads = r.batch.receive(s, plane, config_.rx_ecn_threshold, &r.rxq_drops[index], &r.counters);
       if (reads == 0) return any;
       any = true;
       MutexLock lock(engine_mutex_);
       const Time now = monotonic_now();
       Transport& transport = *transport_;
-      rx_.for_each([&](const RxMeta& meta, std::span<const std::uint8_t> bytes) {
+      r.batch.for_each([&](const RxMeta& meta, std::span<const std::uint8_t> bytes) {
         transport.on_packet(now, meta, bytes);
       });
       wake_if_earlier();
     }
-    if (flush_each) flush();  // acknowledgements and freed window go out before the next read
+    // Acknowledgements and freed window go out before the next read.
+    if (after == After::kFlush) flush();
+    if (after == After::kHandOffFull && std::size_t(reads) == config_.rx_slots) hand_off();
     if (std::size_t(reads) < config_.rx_slots) return any;
   }
   return any;
@@ -204,7 +377,9 @@ void Datapath::transmit_all() {
 }
 
 void Datapath::wake_if_earlier() {
-  if (progress_thread_of == this || config_.progress != Progress::kThread) return;
+  // armed_ is 0 unless the thread sleeps on the sockets (kThread, or busy polling while
+  // the application pauses).
+  if (progress_thread_of == this || config_.progress == Progress::kManual) return;
   const Time armed = armed_.load();
   if (armed != 0 && transport_->next_deadline() < armed) {
     armed_.store(0);
@@ -218,13 +393,26 @@ DatapathCounters Datapath::counters() const {
     MutexLock lock(tx_mutex_);
     c = tx_counters_;
   }
-  MutexLock lock(rx_mutex_);
-  c.rx_datagrams = rx_counters_.rx_datagrams;
-  c.rx_syscalls = rx_counters_.rx_syscalls;
-  c.rx_gro_reads = rx_counters_.rx_gro_reads;
-  c.rx_truncated = rx_counters_.rx_truncated;
-  c.rx_socket_drops = rx_counters_.rx_socket_drops;
-  c.rx_local_ce = rx_counters_.rx_local_ce;
+  DatapathCounters rx;
+  for (const auto& r : receivers_) {
+    MutexLock lock(r->mutex);
+    rx.rx_datagrams += r->counters.rx_datagrams;
+    rx.rx_syscalls += r->counters.rx_syscalls;
+    rx.rx_gro_reads += r->counters.rx_gro_reads;
+    rx.rx_truncated += r->counters.rx_truncated;
+    rx.rx_socket_drops += r->counters.rx_socket_drops;
+    rx.rx_local_ce += r->counters.rx_local_ce;
+  }
+  c.rx_datagrams = rx.rx_datagrams;
+  c.rx_syscalls = rx.rx_syscalls;
+  c.rx_gro_reads = rx.rx_gro_reads;
+  c.rx_truncated = rx.rx_truncated;
+  // The sockets' drop counts include datagrams with a bad checksum; the namespace's
+  // count of those, since we opened, is taken out (never more than the sockets lost).
+  const std::uint64_t checksum = udp_checksum_errors() - checksum_errors_base_;
+  c.rx_checksum_errors = std::min(checksum, rx.rx_socket_drops);
+  c.rx_socket_drops = rx.rx_socket_drops - c.rx_checksum_errors;
+  c.rx_local_ce = rx.rx_local_ce;
   c.wakeups = wakeups_.load();
   return c;
 }

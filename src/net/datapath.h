@@ -7,8 +7,15 @@
 //   - application threads post work through call(), then send what it produced at once
 //     (a doorbell: no hand-off to another thread on the latency path);
 //   - the progress thread (Progress::kThread: sleeps in epoll until a socket is readable
-//     or the engine's next deadline; kBusyPoll: never sleeps) receives, runs timers and
-//     sends; with Progress::kManual the application calls progress() instead.
+//     or the engine's next deadline; kBusyPoll: spins, and parks while the application's
+//     own polls make the steps) receives, runs timers and sends; with Progress::kManual
+//     the application calls progress() instead;
+//   - with more than one thread (kThread, `threads` > 1) the progress thread only runs
+//     timers and sends, sleeping on the engine's deadline and a wake-up, and each receive
+//     thread owns every (threads - 1)-th socket: it sleeps in its own epoll, reads with
+//     recvmmsg outside the engine lock, hands the batch to the engine under the lock, and
+//     leaves what the engine now wants sent to the progress thread (a note, and a wake-up
+//     when that thread sleeps). One thread reads a socket, so each socket's order holds.
 // Sending is serialised by its own lock: a sender that finds it taken leaves a note, and
 // the holder loops once more, so no datagram waits for the next event.
 #pragma once
@@ -35,11 +42,14 @@ struct DatapathConfig {
   Progress progress = Progress::kThread;
   bool gso = true;
   std::size_t tx_batch = 240;          // datagrams taken from the engine per lock
+  bool tx_uring = false;               // see DeviceOptions::tx_uring
   std::size_t rx_slots = 32;           // reads per recvmmsg
   std::uint32_t rx_ecn_threshold = 0;  // see DeviceOptions::rx_ecn_threshold
   // Timer granularity: deadlines closer together than this are served together, so
   // that paced packets leave in batches rather than one per wake-up.
   Time tick = 20 * kMicrosecond;
+  bool realtime = false;    // see DeviceOptions::progress_realtime
+  std::size_t threads = 1;  // see DeviceOptions::progress_threads
 };
 
 class Datapath {
@@ -79,22 +89,51 @@ class Datapath {
   }
 
   // One step that never blocks: whatever arrived, what is due, what can be sent.
-  void progress() MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
+  void progress() MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
   // Manual progress: sleeps until something arrives, the engine has something due, or
   // max_wait passes, then makes one step. With a progress thread: one step.
-  void wait(Time max_wait) MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
+  void wait(Time max_wait) MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
 
-  DatapathCounters counters() const MROCE_EXCLUDES(tx_mutex_, rx_mutex_);
+  // Busy polling: the application goes to sleep on a completion event; the progress
+  // thread, parked while the application polled, takes over at once.
+  void app_sleeps();
+
+  DatapathCounters counters() const MROCE_EXCLUDES(tx_mutex_);
   const SocketTable& sockets() const { return sockets_; }
   Progress mode() const { return config_.progress; }
 
  private:
-  void run();  // the progress thread
+  // What reads one share of the sockets: the progress thread's (or the application's, in
+  // manual and busy-poll progress) with one thread, each receive thread's with more.
+  struct Receiver {
+    Receiver(std::size_t slots, std::size_t max_datagram, std::size_t sockets);
+    Mutex mutex;
+    RxBatch batch MROCE_GUARDED_BY(mutex);
+    DatapathCounters counters MROCE_GUARDED_BY(mutex);
+    // Last SO_RXQ_OVFL value, by socket.
+    std::vector<std::uint32_t> rxq_drops MROCE_GUARDED_BY(mutex);
+    Poller poller;                     // receive threads: their own sockets
+    std::vector<std::uint64_t> ready;  // its thread's own
+    std::thread thread;
+  };
+  // What a receiver does once the engine has taken a batch.
+  enum class After { kNothing, kFlush, kHandOffFull };
+
+  void run();                      // the progress thread
+  void run_transmit();             // the progress thread beside receive threads
+  void run_receiver(Receiver& r);  // a receive thread
+  bool split() const { return config_.threads > 1; }
+  // Receive threads: the engine has something to send; the progress thread sends it.
+  void hand_off();
+  // Busy polling: sleeps while the application's polls make the steps; returns whether
+  // it slept.
+  bool park_while_polled();
+  void unpark();
   // Receives what the ready sockets hold; returns whether anything arrived.
-  bool receive_ready(std::span<const std::uint64_t> ready, bool flush_each)
-      MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
-  bool receive_socket(std::size_t index, bool flush_each)
-      MROCE_EXCLUDES(engine_mutex_, tx_mutex_, rx_mutex_);
+  bool receive_ready(Receiver& r, std::span<const std::uint64_t> ready, After after)
+      MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);
+  bool receive_socket(Receiver& r, std::size_t index, After after)
+      MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);
   // Timers and sending, at most once per tick unless `now_due` (something arrived).
   void service(bool now_due) MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
   void run_timers() MROCE_EXCLUDES(engine_mutex_);
@@ -118,18 +157,18 @@ class Datapath {
   TxBatch tx_ MROCE_GUARDED_BY(tx_mutex_);
   DatapathCounters tx_counters_ MROCE_GUARDED_BY(tx_mutex_);
 
-  mutable Mutex rx_mutex_;
-  RxBatch rx_ MROCE_GUARDED_BY(rx_mutex_);
-  DatapathCounters rx_counters_ MROCE_GUARDED_BY(rx_mutex_);
-  // Last SO_RXQ_OVFL value, by socket.
-  std::vector<std::uint32_t> rxq_drops_ MROCE_GUARDED_BY(rx_mutex_);
-  std::vector<std::uint64_t> ready_;  // the progress thread's own
+  // One with one thread (or none), else one per receive thread; made at construction.
+  std::vector<std::unique_ptr<Receiver>> receivers_;
+  std::vector<std::uint64_t> ready_;          // the progress thread's own
+  const std::uint64_t checksum_errors_base_;  // the namespace's UDP checksum drops at start
 
   std::atomic<Time> last_service_{0};
   std::vector<std::size_t> listeners_;  // manual progress: read directly, not via epoll
   std::atomic<std::uint32_t> manual_polls_{0};
   std::atomic<bool> owed_flush_{false};  // manual: arrivals' output waits for the next call
   std::atomic<std::uint64_t> wakeups_{0};
+  std::atomic<Time> app_polled_{0};  // busy polling: the application's last step
+  int park_fd_ = -1;                 // busy polling: wakes the parked thread
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -6,6 +6,7 @@
 #include "net/device_core.h"
 #include "net/memory_region.h"
 #include "net/queue_pair.h"
+#include "net/shared_receive_queue.h"
 #include "net/sockaddr.h"
 
 namespace mroce {
@@ -66,6 +67,13 @@ class NetDevice final : public Device {
     return qp;
   }
 
+  std::unique_ptr<SharedReceiveQueue> create_srq(std::uint32_t depth) override {
+    std::string error;
+    auto srq = net::NetSharedReceiveQueue::create(core_, depth, &error);
+    if (!srq) core_->set_error(error);
+    return srq;
+  }
+
   void progress() override { core_->datapath().progress(); }
   void wait(Time max_wait) override { core_->datapath().wait(max_wait); }
 
@@ -92,6 +100,9 @@ class NetDevice final : public Device {
 
   DatapathCounters datapath_counters() const override { return core_->datapath().counters(); }
   std::vector<Event> take_events() override { return core_->take_events(); }
+  void set_event_hook(std::function<void(const Event&)> hook) override {
+    core_->set_event_hook(std::move(hook));
+  }
   std::string last_error() const override { return core_->last_error(); }
 
  private:

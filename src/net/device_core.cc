@@ -53,7 +53,10 @@ std::shared_ptr<DeviceCore> DeviceCore::open(const DeviceOptions& options, std::
   DatapathConfig dc;
   dc.progress = options.progress;
   dc.gso = options.gso;
+  dc.tx_uring = options.tx_uring;
+  dc.realtime = options.progress_realtime && options.progress == Progress::kThread;
   dc.rx_ecn_threshold = options.rx_ecn_threshold;
+  dc.threads = options.progress_threads;
   core->datapath_ = std::make_unique<Datapath>(std::move(transport), std::move(sockets), dc);
   if (!core->datapath_->start(error)) return nullptr;
   return core;
@@ -74,6 +77,12 @@ void DeviceCore::on_event(const Event& e) {
   MutexLock lock(events_mutex_);
   if (events_.size() == kMaxEvents) events_.pop_front();
   events_.push_back(e);
+  if (event_hook_) event_hook_(e);
+}
+
+void DeviceCore::set_event_hook(std::function<void(const Event&)> hook) {
+  MutexLock lock(events_mutex_);
+  event_hook_ = std::move(hook);
 }
 
 void DeviceCore::set_route(StreamId stream, std::shared_ptr<CompletionRing> send,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,7 @@ class DeviceCore final : public Sink {
   void clear_route(StreamId stream);
 
   std::vector<Event> take_events() MROCE_EXCLUDES(events_mutex_);
+  void set_event_hook(std::function<void(const Event&)> hook) MROCE_EXCLUDES(events_mutex_);
   void set_error(std::string line) MROCE_EXCLUDES(error_mutex_);
   std::string last_error() const MROCE_EXCLUDES(error_mutex_);
 
@@ -52,6 +54,7 @@ class DeviceCore final : public Sink {
   std::unordered_map<StreamId, Route> routes_;
   Mutex events_mutex_;
   std::deque<Event> events_ MROCE_GUARDED_BY(events_mutex_);
+  std::function<void(const Event&)> event_hook_ MROCE_GUARDED_BY(events_mutex_);
   mutable Mutex error_mutex_;
   std::string last_error_ MROCE_GUARDED_BY(error_mutex_);
   // Declared last, destroyed first: the progress thread stops before the routes go.

@@ -72,6 +72,15 @@ bool resolve_options(const DeviceOptions& o, ResolvedOptions* out, std::string* 
     *error = "unknown progress mode";
     return false;
   }
+  if (o.progress_threads < 1 || o.progress_threads > 16) {
+    *error = "progress_threads=" + std::to_string(o.progress_threads) + ": must be 1..16";
+    return false;
+  }
+  if (o.progress_threads > 1 && o.progress != Progress::kThread) {
+    *error = "progress_threads=" + std::to_string(o.progress_threads) +
+             ": more than one thread needs the thread progress mode";
+    return false;
+  }
   if (o.transport != TransportKind::kMetaRoce && o.transport != TransportKind::kRoceV2) {
     *error = "unknown transport";
     return false;

@@ -1,6 +1,7 @@
 #include "net/queue_pair.h"
 
 #include "net/completion_queue.h"
+#include "net/shared_receive_queue.h"
 #include "net/transport_factory.h"
 
 namespace mroce::net {
@@ -23,9 +24,39 @@ std::unique_ptr<QueuePair> NetQueuePair::create(std::shared_ptr<DeviceCore> core
     *error = "create_qp: send_cq and recv_cq must be completion queues of this device";
     return nullptr;
   }
+  if (options.datagram) {
+    if (options.srq) {
+      *error = "create_qp: a datagram queue pair takes no shared receive queue";
+      return nullptr;
+    }
+    const DatagramConfig config{options.stream.sq_depth, options.stream.rq_depth,
+                                options.stream.max_inline, options.qkey};
+    StreamId stream = kNoStream;
+    const Errc rc = core->datapath().call([&](Transport& t, Time) {
+      const Errc e = t.create_datagram(config, &stream);
+      if (e == Errc::kOk) core->set_route(stream, send->ring(), recv->ring());
+      return e;
+    });
+    if (rc != Errc::kOk) {
+      *error = std::string("create_qp: datagram queue pair: ") + to_string(rc) +
+               (rc == Errc::kNotSupported ? " by this transport"
+                                          : " (queue depths 1..65536, max_inline at most 4096)");
+      return nullptr;
+    }
+    return std::unique_ptr<QueuePair>(new NetQueuePair(std::move(core), options, stream));
+  }
+  StreamConfig config = options.stream;
+  if (options.srq) {
+    const auto* srq = dynamic_cast<const NetSharedReceiveQueue*>(options.srq);
+    if (!srq || srq->core() != core.get()) {
+      *error = "create_qp: srq must be a shared receive queue of this device";
+      return nullptr;
+    }
+    config.srq = srq->id();
+  }
   StreamId stream = kNoStream;
   const Errc rc = core->datapath().call([&](Transport& t, Time now) {
-    Errc e = t.create_stream(options.stream, &stream);
+    Errc e = t.create_stream(config, &stream);
     if (e != Errc::kOk) return e;
     e = prepare_stream(core->options().transport, t, stream, options.stream.plane);
     if (e != Errc::kOk) {
@@ -82,6 +113,17 @@ Errc NetQueuePair::post_send_list(std::span<const SendWr> wrs, std::size_t* post
   return rc;
 }
 
+Errc NetQueuePair::post_datagram(const SendWr& wr, const DatagramDest& dest) {
+  SendWr w = wr;
+  if (options_.sq_sig_all) w.flags |= send_flags::kSignaled;
+  return core_->datapath().call(
+      [&](Transport& t, Time now) { return t.post_datagram(now, stream_, w, dest); });
+}
+
+Errc NetQueuePair::set_qkey(std::uint32_t qkey) {
+  return core_->datapath().call([&](Transport& t, Time) { return t.set_qkey(stream_, qkey); });
+}
+
 Errc NetQueuePair::post_recv(const RecvWr& wr) {
   return core_->datapath().call(
       [&](Transport& t, Time now) { return t.post_recv(now, stream_, wr); });
@@ -90,6 +132,20 @@ Errc NetQueuePair::post_recv(const RecvWr& wr) {
 Errc NetQueuePair::set_rnr_policy(std::uint8_t retry, Time timer) {
   return core_->datapath().call(
       [&](Transport& t, Time) { return t.set_rnr_policy(stream_, retry, timer); });
+}
+
+Errc NetQueuePair::set_error() {
+  return core_->datapath().call(
+      [&](Transport& t, Time now) { return t.fail_stream(now, stream_); });
+}
+
+Errc NetQueuePair::set_remote_access(std::uint32_t rights) {
+  return core_->datapath().call(
+      [&](Transport& t, Time) { return t.set_remote_access(stream_, rights); });
+}
+
+Errc NetQueuePair::quiesce() {
+  return core_->datapath().call([&](Transport& t, Time) { return t.quiesce_stream(stream_); });
 }
 
 StreamState NetQueuePair::state() const {

@@ -22,8 +22,13 @@ class NetQueuePair final : public QueuePair {
   Errc post_send_list(std::span<const SendWr> wrs, std::size_t* posted) override;
   Errc post_recv(const RecvWr& wr) override;
   Errc set_rnr_policy(std::uint8_t retry, Time timer) override;
+  Errc set_error() override;
+  Errc set_remote_access(std::uint32_t rights) override;
+  Errc quiesce() override;
   StreamState state() const override;
   const QpOptions& options() const override { return options_; }
+  Errc post_datagram(const SendWr& wr, const DatagramDest& dest) override;
+  Errc set_qkey(std::uint32_t qkey) override;
 
  private:
   NetQueuePair(std::shared_ptr<DeviceCore> core, const QpOptions& options, StreamId stream)

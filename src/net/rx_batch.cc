@@ -29,22 +29,36 @@ RxBatch::RxBatch(std::size_t slots, std::size_t slot_size, std::size_t max_datag
       iovs_(slots),
       names_(slots),
       control_(slots * kControlSize),
-      reads_info_(slots) {}
-
-int RxBatch::receive(const UdpSocket& s, std::uint8_t plane, std::uint32_t ce_threshold,
-                     std::uint32_t* last_drops, DatapathCounters* counters) {
-  reads_ = 0;
+      reads_info_(slots) {
+  // What recvmmsg never changes is set once: buffers, names and control areas.
   for (std::size_t i = 0; i < slots_; ++i) {
     iovs_[i] = iovec{buffers_.data() + i * slot_size_, slot_size_};
     msghdr& h = headers_[i].msg_hdr;
     h = msghdr{};
     h.msg_name = names_[i].get();
-    h.msg_namelen = sizeof(sockaddr_storage);
     h.msg_iov = &iovs_[i];
     h.msg_iovlen = 1;
     h.msg_control = control_.data() + i * kControlSize;
-    h.msg_controllen = kControlSize;
   }
+  reset(slots_);
+}
+
+void RxBatch::reset(std::size_t count) {
+  // The kernel writes back lengths and flags of the slots it filled, and only those.
+  for (std::size_t i = 0; i < count; ++i) {
+    msghdr& h = headers_[i].msg_hdr;
+    h.msg_namelen = sizeof(sockaddr_storage);
+    h.msg_controllen = kControlSize;
+    h.msg_flags = 0;
+  }
+}
+
+int RxBatch::receive(const UdpSocket& s, std::uint8_t plane, std::uint32_t ce_threshold,
+                     std::uint32_t* last_drops, DatapathCounters* counters) {
+  // A poll that finds nothing (the common case when spinning) costs one system call and
+  // no setup; after a read, only the slots it filled are reset.
+  reset(std::size_t(reads_));
+  reads_ = 0;
   int n;
   do {
     n = recvmmsg(s.fd(), headers_.data(), static_cast<unsigned>(slots_), MSG_DONTWAIT, nullptr);

@@ -47,6 +47,7 @@ class RxBatch {
   }
 
  private:
+  void reset(std::size_t count);
   void mark_if_backlogged(const UdpSocket& s, std::uint32_t threshold, DatapathCounters* counters);
 
   struct Read {

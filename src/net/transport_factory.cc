@@ -23,12 +23,17 @@ EngineConfig engine_config(const DeviceOptions& options, const TransportSetup& s
   c.line_rate_bps = options.line_rate_bps;
   c.rx_capacity_bps = options.rx_capacity_bps;
   c.seed = setup.seed;
+  c.payload_by_reference = true;  // TxBatch sends header and payload as two iovecs
   // Threads of a busy host are descheduled for milliseconds, which RTT samples do not
   // foresee: a 1 ms floor fires spurious timeouts (and re-entropies) there, and on a
   // loaded 2-core machine so did 5 ms (hundreds of re-entropies a second over loopback;
   // none at 20 ms). Tail losses are caught by the probe timeout, which does not depend
   // on this floor, and a black hole still moves traffic within tens of milliseconds.
   c.min_rto = 20 * kMillisecond;
+  // A host's system calls cost per message, not per byte: a path's packets sent in a row
+  // leave in one GSO message (at most 64 KiB of UDP payload) and the receiver's GRO
+  // coalesces them back.
+  c.path_train_bytes = 63 * 1024;
   return c;
 }
 

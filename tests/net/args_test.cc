@@ -1,6 +1,13 @@
 // Bad arguments get one clear line and no crash: device options, environment variables
 // and misuse of the objects.
+#include <dirent.h>
+#include <sched.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "net_fixture.h"
 
@@ -46,6 +53,14 @@ TEST(Arguments, BadDeviceOptionsAreRefusedWithOneLine) {
   o = loopback_options();
   o.addresses = std::vector<std::string>(9, "127.0.0.1");
   expect_refused(o, "planes");
+  o = loopback_options();
+  o.progress_threads = 0;
+  expect_refused(o, "progress_threads=0: must be 1..16");
+  o.progress_threads = 17;
+  expect_refused(o, "progress_threads=17");
+  o = loopback_options({"127.0.0.1"}, Progress::kManual);
+  o.progress_threads = 2;
+  expect_refused(o, "thread progress mode");
 }
 
 TEST(Arguments, APortInUseIsNamed) {
@@ -88,9 +103,68 @@ TEST(Arguments, EnvironmentOverridesAndRejects) {
   EXPECT_FALSE(apply_environment(&o, &error));
   EXPECT_NE(error.find("mroce or roce"), std::string::npos) << error;
   unsetenv("MROCE_TRANSPORT");
+  setenv("MROCE_PROGRESS_THREADS", "4", 1);
+  ASSERT_TRUE(apply_environment(&o, &error)) << error;
+  EXPECT_EQ(o.progress_threads, 4);
+  setenv("MROCE_PROGRESS_THREADS", "0", 1);
+  EXPECT_FALSE(apply_environment(&o, &error));
+  EXPECT_NE(error.find("MROCE_PROGRESS_THREADS=0: must be 1..16"), std::string::npos) << error;
+  unsetenv("MROCE_PROGRESS_THREADS");
   setenv("MROCE_ENGINE", "min_rto_us=oops", 1);
   expect_refused(loopback_options(), "MROCE_ENGINE");
   unsetenv("MROCE_ENGINE");
+}
+
+// The progress thread's scheduling policy, found by its name; -1 when there is none.
+int find_progress_thread_policy() {
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  int policy = -1;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "mroce-progress") {
+      policy = sched_getscheduler(static_cast<pid_t>(std::atoi(e->d_name)));
+    }
+  }
+  closedir(dir);
+  return policy;
+}
+
+// The same, once the new thread has named itself (it does so as it starts).
+int progress_thread_policy() {
+  for (int i = 0; i < 200; ++i) {
+    const int policy = find_progress_thread_policy();
+    if (policy != -1) return policy;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return -1;
+}
+
+// Asked for, real-time priority is had or refused with one line, never ignored.
+TEST(Arguments, RealtimeProgressIsHadOrRefused) {
+  setenv("MROCE_PROGRESS_RT", "2", 1);
+  DeviceOptions o = loopback_options();
+  std::string error;
+  EXPECT_FALSE(apply_environment(&o, &error));
+  EXPECT_NE(error.find("MROCE_PROGRESS_RT"), std::string::npos) << error;
+  setenv("MROCE_PROGRESS_RT", "1", 1);
+  ASSERT_TRUE(apply_environment(&o, &error)) << error;
+  unsetenv("MROCE_PROGRESS_RT");
+  ASSERT_TRUE(o.progress_realtime);
+  auto d = Device::open(o, &error);
+  if (!d) {
+    EXPECT_NE(error.find("SCHED_FIFO refused"), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+    GTEST_SKIP() << "not permitted here: " << error;
+  }
+  EXPECT_EQ(progress_thread_policy(), SCHED_FIFO);
+  d.reset();
+  o.progress_realtime = false;
+  d = Device::open(o, &error);
+  ASSERT_TRUE(d) << error;
+  EXPECT_EQ(progress_thread_policy(), SCHED_OTHER);
 }
 
 TEST(Arguments, EngineOverridesOutOfRangeAreRefused) {

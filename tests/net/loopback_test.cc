@@ -3,8 +3,14 @@
 // with the counters telling what happened.
 #include <poll.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "net_fixture.h"
 
@@ -153,6 +159,68 @@ INSTANTIATE_TEST_SUITE_P(Progress, EveryMode,
                            }
                          });
 
+// CPU time (ns) of this process's threads named `name`, and of the calling thread.
+std::uint64_t thread_cpu_ns(const std::string& name) {
+  std::uint64_t total = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (!std::getline(comm, line) || line != name) continue;
+    std::ifstream sched(task.path() / "schedstat");
+    std::uint64_t ns = 0;
+    if (sched >> ns) total += ns;
+  }
+  return total;
+}
+std::uint64_t own_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
+}
+
+// Busy polling with an application that polls its CQs: the application's polls make the
+// steps, and the spinning thread parks (one core per process, not two). When the
+// application sleeps on a completion event instead, the thread serves it again.
+TEST(Loopback, BusyPollThreadParksWhileTheApplicationPolls) {
+  Side a = make_side(loopback_options({"127.0.0.1"}, Progress::kBusyPoll));
+  Side b = make_side(loopback_options({"127.0.0.1"}, Progress::kBusyPoll));
+  ASSERT_TRUE(a.dev && b.dev);
+  connect_qps(a, b);
+  Region src(*a.dev, 4096, 21), dst(*b.dev, 4096, 22);
+  const std::vector<Device*> pump = {a.dev.get(), b.dev.get()};
+  const auto exchange = [&](std::uint64_t id) {
+    ASSERT_EQ(b.qp().post_recv(make_recv(dst.sge(0, 64), id)), Errc::kOk);
+    ASSERT_EQ(a.qp().post_send(make_send(WrOpcode::kSend, src.sge(0, 64), id)), Errc::kOk);
+    ASSERT_EQ(wait_for(*b.cq, 1, 10s, pump).size(), 1u) << "message " << id;
+    ASSERT_EQ(wait_for(*a.cq, 1, 10s, pump).size(), 1u) << "message " << id;
+  };
+  exchange(1);
+
+  const std::uint64_t threads_before = thread_cpu_ns("mroce-progress");
+  const std::uint64_t own_before = own_cpu_ns();
+  const auto end = std::chrono::steady_clock::now() + 300ms;
+  for (std::uint64_t id = 2; std::chrono::steady_clock::now() < end; ++id) {
+    exchange(id);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  const std::uint64_t threads = thread_cpu_ns("mroce-progress") - threads_before;
+  const std::uint64_t own = own_cpu_ns() - own_before;
+  // Two spinning threads would take as much CPU as the polling thread, or more; parked,
+  // they run only when the application is descheduled for longer than a park lasts.
+  EXPECT_LT(threads, own / 5) << "the busy-poll threads ran " << threads / 1000
+                              << " us while the application polled for " << own / 1000 << " us";
+
+  // The application now sleeps on b's completion event: b's thread must receive.
+  b.cq->request_notify(false);
+  ASSERT_EQ(b.qp().post_recv(make_recv(dst.sge(0, 64), 99)), Errc::kOk);
+  ASSERT_EQ(a.qp().post_send(make_send(WrOpcode::kSend, src.sge(0, 64), 99)), Errc::kOk);
+  pollfd pfd{b.cq->fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "no completion event within 5 s";
+  Completion wc;
+  ASSERT_EQ(b.cq->poll(&wc, 1), 1);
+  EXPECT_EQ(wc.wr_id, 99u);
+}
+
 TEST(Loopback, TwoPlanesCarryTrafficOnBoth) {
   Side a = make_side(loopback_options({"127.0.0.1", "127.0.0.2"}));
   Side b = make_side(loopback_options({"127.0.0.3", "127.0.0.4"}));
@@ -280,13 +348,13 @@ TEST(Loopback, CompletionQueueFdSignalsAfterRequestNotify) {
   ASSERT_EQ(a.qp().post_send(make_send(WrOpcode::kSend, src.sge(0, 4096), 4)), Errc::kOk);
   ASSERT_EQ(wait_for(*b.cq, 1, 5s).size(), 1u);
   EXPECT_EQ(::poll(&pfd, 1, 0), 0);
+  // The sender reads src until its sends complete (it sends from registered memory):
+  // src must outlive them.
+  ASSERT_EQ(wait_for(*a.cq, 2, 5s).size(), 2u);
 }
 
-TEST(Loopback, ManyMessagesStayInOrderAndByteExact) {
-  Side a = make_side(loopback_options());
-  Side b = make_side(loopback_options());
-  ASSERT_TRUE(a.dev && b.dev);
-  connect_qps(a, b);
+// 32 MiB of 64 KiB WRITEs from a to b: completions in order, every byte in place.
+void stream_in_order(Side& a, Side& b) {
   constexpr std::size_t kBytes = 32 << 20;
   constexpr std::uint32_t kMsg = 65536;
   Region src(*a.dev, kBytes, 13), dst(*b.dev, kBytes, 14);
@@ -314,6 +382,55 @@ TEST(Loopback, ManyMessagesStayInOrderAndByteExact) {
   const DatapathCounters d = a.dev->datapath_counters();
   EXPECT_GT(d.tx_gso_sends, 0u) << "loopback takes UDP GSO: batches should use it";
 }
+
+TEST(Loopback, ManyMessagesStayInOrderAndByteExact) {
+  Side a = make_side(loopback_options());
+  Side b = make_side(loopback_options());
+  ASSERT_TRUE(a.dev && b.dev);
+  connect_qps(a, b);
+  stream_in_order(a, b);
+}
+
+// Threads of this process named `name`.
+int threads_named(const std::string& name) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++n;
+  }
+  return n;
+}
+
+// A transmit thread and receive threads (progress_threads > 1): every operation and a
+// stream arrive byte-exact and in order, and each device runs the threads it was given.
+class Threads : public ::testing::TestWithParam<int> {};
+
+TEST_P(Threads, EveryOperationAndAStreamArriveByteExact) {
+  DeviceOptions o = loopback_options();
+  o.progress_threads = static_cast<std::uint16_t>(GetParam());
+  Side a = make_side(o);
+  Side b = make_side(o);
+  ASSERT_TRUE(a.dev && b.dev);
+  // The threads name themselves once they run.
+  const auto named = std::chrono::steady_clock::now() + 10s;
+  while (
+      (threads_named("mroce-rx") != 2 * (GetParam() - 1) || threads_named("mroce-progress") != 2) &&
+      std::chrono::steady_clock::now() < named) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(threads_named("mroce-rx"), 2 * (GetParam() - 1));
+  EXPECT_EQ(threads_named("mroce-progress"), 2);
+  connect_qps(a, b);
+  exercise_every_operation(a, b, {});
+  stream_in_order(a, b);
+  const DatapathCounters d = b.dev->datapath_counters();
+  EXPECT_GT(d.rx_datagrams, (32u << 20) / o.mtu) << "every receive thread's reads counted";
+  EXPECT_EQ(a.qp().state(), StreamState::kReady);
+}
+
+INSTANTIATE_TEST_SUITE_P(Progress, Threads, ::testing::Values(1, 2, 4),
+                         [](const auto& info) { return std::to_string(info.param); });
 
 #ifdef MROCE_HAVE_BASELINE
 TEST(Loopback, RoceV2BaselineRunsEveryOperation) {

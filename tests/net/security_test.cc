@@ -8,8 +8,10 @@
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <optional>
@@ -21,6 +23,13 @@
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define MROCE_TEST_ASAN 1
+#endif
+#endif
+#if defined(MROCE_TEST_ASAN) || defined(__SANITIZE_THREAD__)
+#define MROCE_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MROCE_TEST_SANITIZED 1
 #endif
 #endif
 #ifdef MROCE_TEST_ASAN
@@ -367,8 +376,15 @@ class ConnectFlood {
   std::uint64_t sent = 0, sent_bytes = 0;
   std::uint64_t replies = 0, reply_bytes = 0;
   std::uint64_t victim_datagrams = 0, victim_bytes = 0;
+  double cpu_seconds = 0, wall_seconds = 0;  // the flooding thread's, while it ran
 
  private:
+  static double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + double(t.tv_nsec) / 1e9;
+  }
+
   static constexpr std::uint32_t kVictim = 0x7f090909;  // 127.9.9.9
 
   void run() {
@@ -377,7 +393,9 @@ class ConnectFlood {
     to.sin_addr.s_addr = htonl(target_.addr.ipv4_value());
     to.sin_port = htons(target_.port);
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
     const std::uint64_t base = sent;
+    std::uint64_t ticks = 0;
     while (!stop_) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -405,9 +423,13 @@ class ConnectFlood {
         }
         ++sent;
       }
-      collect();
+      // The replies wait in the sources' socket buffers (a few KB a second each): reading
+      // 65 sockets every millisecond would cost this thread more than the stack's work.
+      if (++ticks % 50 == 0) collect();
       std::this_thread::sleep_for(1ms);
     }
+    cpu_seconds += thread_cpu_seconds() - cpu_start;
+    wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   Endpoint target_;
@@ -456,67 +478,79 @@ std::uint64_t write_for(Side& a, Region& src, Region& dst, std::chrono::millisec
 }
 
 TEST(SetUpFlood, SpoofedConnectsCostBoundedMemoryReflectNothingAndSpareATransfer) {
-  // 3,000 CONNECTs a second, 1.6 s in all, from 64 loopback addresses, each naming
+  // 5,000 CONNECTs a second, 2.25 s in all, from 64 loopback addresses, each naming
   // another endpoint of 127.9.9.9, beside a WRITE transfer. Bound: the half-open table holds at
-  // most Engine::kMaxHalfOpen connections, a few tens of KB each; the test allows 64 MB
-  // of growth (of the resident set; under ASan, of the heap in use). Replies go to the sources
-  // only, never to 127.9.9.9, and total no more than the flood's bytes. The transfer keeps at least
-  // half its goodput (a loose bound: the machine is shared; the measured ratio is printed).
+  // most Engine::kMaxHalfOpen connections of about 2 KB each (a half-open connection has
+  // no paths nor receive tables); the test allows 4 MB of growth (of the resident set;
+  // under ASan, of the heap in use). Replies go to the sources
+  // only, never to 127.9.9.9, and total no more than the flood's bytes. The transfer keeps at
+  // least 80% of its goodput (the target is 90%): the median over nine pairs of rounds of the
+  // ratio of a round under flood to the round alone just before it. On a shared 2-core
+  // machine one round's ratio ranges from 0.3 to 5 and the median from 0.81 to 1.72 (0.9
+  // or more in most runs); the rounds' range is printed. A profile of the run (perf record)
+  // puts the engine's share of the flood under 0.1% (creating the half-open connections,
+  // finding their entries); the rest of what the flood costs is the kernel's work for its
+  // datagrams and the flooding thread itself (4 to 5% of a core, printed).
   Side a = make_side(loopback_options()), b = make_side(loopback_options());
   ASSERT_TRUE(a.dev && b.dev);
   connect_qps(a, b);
   Region src(*a.dev, 16 << 20, 1), dst(*b.dev, 16 << 20, 2);
-  ConnectFlood flood(b.dev->endpoint(), 3000);
+  ConnectFlood flood(b.dev->endpoint(), 5000);
   ASSERT_TRUE(flood.ok()) << "cannot bind UDP sockets on 127.1.x.y";
   // Rounds alone and under flood alternate, so that the load of the shared machine
-  // falls on both alike.
-  const auto round = 400ms;
-  constexpr int kRounds = 4;
+  // falls on both alike; the figure is the median of the rounds' ratios, which one
+  // descheduled round cannot move.
+  const auto round = 250ms;
+  constexpr int kRounds = 9;
   ASSERT_GT(write_for(a, src, dst, 300ms), 0u);  // warm-up: windows open, pages touched
-  std::uint64_t alone = 0, flooded = 0;
-  double alone_s = 0, flooded_s = 0;
+  std::vector<double> ratios;
+  double alone_gbps = 0, flooded_gbps = 0;
   const std::uint64_t mem_before = memory_bytes();
   const Counters before = b.dev->counters();
   for (int r = 0; r < kRounds; ++r) {
-    double t = 0;
-    const std::uint64_t quiet = write_for(a, src, dst, round, &t);
+    double quiet_s = 0, busy_s = 0;
+    const std::uint64_t quiet = write_for(a, src, dst, round, &quiet_s);
     ASSERT_GT(quiet, 0u);
-    alone += quiet;
-    alone_s += t;
     flood.start();
-    flooded += write_for(a, src, dst, round, &t);
-    flooded_s += t;
+    const std::uint64_t busy = write_for(a, src, dst, round, &busy_s);
     flood.stop();
+    const double q = double(quiet) * 8 / quiet_s / 1e9, f = double(busy) * 8 / busy_s / 1e9;
+    alone_gbps += q / kRounds;
+    flooded_gbps += f / kRounds;
+    ratios.push_back(f / q);
   }
   const std::uint64_t mem_after = memory_bytes();
   std::this_thread::sleep_for(200ms);
   flood.collect();
   EXPECT_EQ(src.bytes, dst.bytes);
 
-  const double alone_gbps = double(alone) * 8 / alone_s / 1e9;
-  const double flooded_gbps = double(flooded) * 8 / flooded_s / 1e9;
-  const double ratio = flooded_gbps / alone_gbps;
+  std::sort(ratios.begin(), ratios.end());
+  const double ratio = ratios[ratios.size() / 2];
   const double growth_mb = (double(mem_after) - double(mem_before)) / 1e6;
   std::printf(
       "flood: %llu CONNECTs (%llu bytes), %llu replies (%llu bytes), %llu to 127.9.9.9\n"
-      "goodput alone %.2f Gbit/s, under flood %.2f Gbit/s (ratio %.2f); "
-      "memory growth %.1f MB; %zu connections at b\n",
+      "goodput alone %.2f Gbit/s, under flood %.2f Gbit/s (mean of rounds); median ratio %.2f "
+      "(rounds %.2f to %.2f); "
+      "memory growth %.1f MB; %zu connections at b; the flooding thread used %.1f%% of a "
+      "core\n",
       (unsigned long long)flood.sent, (unsigned long long)flood.sent_bytes,
       (unsigned long long)flood.replies, (unsigned long long)flood.reply_bytes,
-      (unsigned long long)flood.victim_datagrams, alone_gbps, flooded_gbps, ratio, growth_mb,
-      b.dev->connections().size());
-  EXPECT_GT(flood.sent, 3000u);
-  EXPECT_LT(growth_mb, 64.0);
+      (unsigned long long)flood.victim_datagrams, alone_gbps, flooded_gbps, ratio, ratios.front(),
+      ratios.back(), growth_mb, b.dev->connections().size(),
+      100 * flood.cpu_seconds / std::max(flood.wall_seconds, 1e-9));
+  EXPECT_GT(flood.sent, 5000u);
+  EXPECT_LT(growth_mb, 4.0);
   EXPECT_LE(b.dev->connections().size(), Engine::kMaxHalfOpen + 1);
   EXPECT_EQ(flood.victim_datagrams, 0u);
   EXPECT_GT(flood.replies, 0u) << "ACCEPTs went elsewhere than the CONNECTs' sources";
   EXPECT_LE(flood.reply_bytes, flood.sent_bytes);
   EXPECT_GT(b.dev->counters().drop(DropReason::kSetupEvicted),
             before.drop(DropReason::kSetupEvicted));
-#ifndef MROCE_TEST_ASAN
+#ifndef MROCE_TEST_SANITIZED
   // Under ASan a CONNECT costs the engine about eight times what it costs in a release
-  // build (a connection created and one evicted): the ratio is the release build's.
-  EXPECT_GE(ratio, 0.5);
+  // build (a connection created and one evicted), under TSan more: the bound is the
+  // release build's; the sanitizer trees check memory, replies and eviction above.
+  EXPECT_GE(ratio, 0.8);
 #endif
 }
 

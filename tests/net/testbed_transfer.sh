@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The stack on the 4-spine testbed (1 Gbit/s per spine port, MTU 4200): a transfer at 1%
-# loss completes byte-exact; a spine black-holed mid-transfer is survived without the
+# loss completes byte-exact, one at 2% fails no path; a spine black-holed mid-transfer is survived without the
 # application seeing an error, the counters showing the re-entropy; CE marks on one
 # spine move traffic off its paths.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -23,6 +23,22 @@ server_start
 client loss-send --addr "$h1" "${paths[@]}" --test send -s 100000 -n 2000 --check
 server_wait
 ok "1% loss: SEND byte-exact"
+
+# 2% random loss on every spine and nothing black-holed: every path loses alike, so no
+# path may be failed (a new port would lose the same).
+tb impair --all --loss 2
+server_start
+client loss2 --addr "$h1" "${paths[@]}" -D 5 --check
+server_wait
+[[ $(json "$WORK/loss2.json" 'd["check_passed"]') == True ]] || fail "2% loss: bytes differ"
+failures=$(json "$WORK/loss2.json" 'd["client"]["connections"][0]["path_failures"]')
+reent=$(json "$WORK/loss2.json" 'd["client"]["connections"][0]["reentropies"]')
+# Under a sanitizer the stack is slow enough for three timeouts in a row now and then
+# (seen once: 1 path failure); a release build must have none.
+allowed=0
+[[ ${SANITIZED:-0} == 1 ]] && allowed=1
+((failures <= allowed)) || fail "2% random loss on every spine: $failures path failures ($reent re-entropies)"
+ok "2% loss on every spine: WRITE for 5 s, byte-exact, $failures path failures ($reent re-entropies)"
 tb impair --all --loss 0
 
 # The spine carrying most of our paths goes black mid-transfer, from 1.5 s to 4.5 s (it

@@ -1,13 +1,17 @@
 // TxBatch over loopback (no namespaces): the batch is regrouped by socket, each socket's
 // order kept; runs of equal-sized datagrams to one destination with one ECN value become
 // one GSO message (a shorter one may end a run; 64 segments and 65,507 bytes at most);
-// and every datagram arrives as itself.
+// and every datagram arrives as itself, also when its payload is referenced (zero-copy:
+// header and payload as two iovecs), and when every socket's messages go in one io_uring
+// submission.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <cstring>
 #include <map>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,7 +54,7 @@ std::vector<Datagram> plan() {
   return out;
 }
 
-class TxBatchTest : public ::testing::TestWithParam<bool> {
+class TxBatchTest : public ::testing::TestWithParam<std::tuple<bool, bool, bool>> {
  protected:
   void SetUp() override {
     std::string error;
@@ -83,24 +87,41 @@ class TxBatchTest : public ::testing::TestWithParam<bool> {
   UdpSocket receivers[2];
 };
 
+// The byte at `at` of datagram i.
+std::uint8_t pattern(std::size_t i, std::size_t at) {
+  return std::uint8_t(i * 31 + at * 7);
+}
+
 TEST_P(TxBatchTest, GroupsRunsPerSocketAndDeliversEveryDatagramInOrder) {
-  const bool gso = GetParam();
+  const auto [gso, by_reference, uring] = GetParam();
   const std::vector<Datagram> datagrams = plan();
-  TxBatch batch(datagrams.size(), 1500, gso);
+  TxBatch batch(datagrams.size(), 1500, gso, uring);
+  // Zero-copy: the slot holds a 16-byte header, the rest is referenced from here.
+  constexpr std::uint32_t kHeader = 16;
+  std::vector<std::vector<std::uint8_t>> payloads(datagrams.size());
   std::size_t valid = 0;
   for (std::size_t i = 0; i < datagrams.size(); ++i) {
     const Datagram& d = datagrams[i];
-    std::span<std::uint8_t> slot = batch.slot();
-    std::memset(slot.data(), 0, d.length);
+    std::vector<std::uint8_t> bytes(d.length);
+    for (std::size_t k = 0; k < bytes.size(); ++k) bytes[k] = pattern(i, k);
     const std::uint32_t tag = std::uint32_t(d.port) << 16 | std::uint32_t(i);
-    std::memcpy(slot.data(), &tag, 4);
+    std::memcpy(bytes.data(), &tag, 4);
+    const std::uint32_t in_slot = by_reference ? kHeader : d.length;
+    std::span<std::uint8_t> slot = batch.slot();
+    std::memcpy(slot.data(), bytes.data(), in_slot);
+    payloads[i].assign(bytes.begin() + in_slot, bytes.end());
     TxMeta* m = batch.slot_meta();
     *m = TxMeta{};
     m->src = m->dst = Address::ipv4(0x7f000001);
     m->src_port = std::uint16_t(table.pool_base() + d.port);
     m->dst_port = receivers[d.dst].port();
     m->ecn = d.ecn;
-    m->length = m->wire_length = d.length;
+    m->length = in_slot;
+    m->wire_length = d.length;
+    if (by_reference) {
+      m->payload = payloads[i].data();
+      m->payload_length = d.length - in_slot;
+    }
     batch.commit();
     valid += d.port < 5;
   }
@@ -110,7 +131,7 @@ TEST_P(TxBatchTest, GroupsRunsPerSocketAndDeliversEveryDatagramInOrder) {
   EXPECT_EQ(counters.tx_dropped, 1u);  // the port outside the pool
   EXPECT_EQ(counters.tx_datagrams, valid);
   EXPECT_EQ(counters.tx_gso_fallbacks, 0u);
-  EXPECT_EQ(counters.tx_syscalls, 5u);  // one sendmmsg per socket
+  EXPECT_EQ(counters.tx_syscalls, uring ? 1u : 5u);  // one submission, or a sendmmsg per socket
   // Messages of several segments: port 0: 6 and 2; port 1: 3 and 2; port 2: 2 and 2;
   // port 3: 64 and 6; port 4: 46 (and 1 alone).
   EXPECT_EQ(counters.tx_gso_sends, gso ? 9u : 0u);
@@ -127,7 +148,10 @@ TEST_P(TxBatchTest, GroupsRunsPerSocketAndDeliversEveryDatagramInOrder) {
     const Datagram& d = datagrams[index];
     EXPECT_EQ(d.port, port);
     EXPECT_EQ(d.dst, r);
-    EXPECT_EQ(bytes.size(), d.length);
+    ASSERT_EQ(bytes.size(), d.length);
+    for (std::size_t k = 4; k < bytes.size(); ++k) {
+      ASSERT_EQ(bytes[k], pattern(index, k)) << "datagram " << index << " byte " << k;
+    }
     const auto key = std::make_pair(port, r);
     if (last.count(key)) {
       EXPECT_GT(index, last[key]) << "port " << port << " reordered";
@@ -136,8 +160,14 @@ TEST_P(TxBatchTest, GroupsRunsPerSocketAndDeliversEveryDatagramInOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Gso, TxBatchTest, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Gso" : "Single"; });
+INSTANTIATE_TEST_SUITE_P(Gso, TxBatchTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "Gso" : "Single") +
+                                  (std::get<1>(info.param) ? "Referenced" : "Copied") +
+                                  (std::get<2>(info.param) ? "Uring" : "Sendmmsg");
+                         });
 
 }  // namespace
 }  // namespace mroce::net
