@@ -57,25 +57,37 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 
 // Blocks until a CQ of the channel was notified, unless the program made the channel's fd
 // non-blocking (then EAGAIN), as with rdma-core.
+//
+// A notification whose CQ is empty by now is not reported: the completion that fired it
+// arrived after the program re-armed the CQ and was taken by the poll that followed. A
+// program that polls exactly once per event expecting an entry (ibv_rc_pingpong -t -e)
+// would fail on it. The CQ is armed again instead (the program's arm was used up), and
+// looked at once more, so a completion that came in between is not missed.
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
   const bool nonblocking = fcntl(channel->fd, F_GETFL) & O_NONBLOCK;
-  epoll_event ev{};
-  int n;
-  do {
-    n = epoll_wait(channel->fd, &ev, 1, nonblocking ? 0 : -1);
-  } while (n < 0 && errno == EINTR);
-  if (n <= 0) {
-    if (n == 0) errno = EAGAIN;
-    return -1;
+  for (;;) {
+    epoll_event ev{};
+    int n;
+    do {
+      n = epoll_wait(channel->fd, &ev, 1, nonblocking ? 0 : -1);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+      if (n == 0) errno = EAGAIN;
+      return -1;
+    }
+    Cq* fired = static_cast<Cq*>(ev.data.ptr);
+    // Consume the notification so the fd reads as idle until the next request_notify().
+    pollfd p{fired->queue->fd(), POLLIN, 0};
+    std::uint64_t value = 0;
+    if (poll(&p, 1, 0) == 1 && read(p.fd, &value, sizeof value) < 0) return -1;
+    if (fired->queue->empty()) {
+      fired->queue->request_notify(fired->solicited_only.load());
+      if (fired->queue->empty()) continue;
+    }
+    *cq = &fired->ibv;
+    *cq_context = fired->ibv.cq_context;
+    return 0;
   }
-  Cq* fired = static_cast<Cq*>(ev.data.ptr);
-  // Consume the notification so the fd reads as idle until the next request_notify().
-  pollfd p{fired->queue->fd(), POLLIN, 0};
-  std::uint64_t value = 0;
-  if (poll(&p, 1, 0) == 1 && read(p.fd, &value, sizeof value) < 0) return -1;
-  *cq = &fired->ibv;
-  *cq_context = fired->ibv.cq_context;
-  return 0;
 }
 
 void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {

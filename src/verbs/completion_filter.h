@@ -35,6 +35,9 @@ class CompletionFilter {
     return true;
   }
 
+  // The program moved the QP to ERR: its receive flushes are for it to see.
+  void fail(StreamId stream) { flags_[stream & kMaxStream].fetch_or(kFailed); }
+
   // The stream's QP was destroyed: drop whatever it still completes.
   void retire(StreamId stream) { flags_[stream & kMaxStream].store(kRetired); }
 

@@ -1,4 +1,5 @@
 // Completion queues: the engine's queue behind ibv_cq, its entries translated to ibv_wc.
+#include <arpa/inet.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -15,7 +16,7 @@ namespace {
 
 constexpr int kMaxCqe = 1 << 20;
 
-void to_wc(const Completion& c, int slot, ibv_wc* wc) {
+void to_wc(const Completion& c, int slot, std::uint16_t base_port, ibv_wc* wc) {
   *wc = ibv_wc{};
   wc->wr_id = c.wr_id;
   // The enums carry rdma-core's values (core/types.h).
@@ -23,10 +24,21 @@ void to_wc(const Completion& c, int slot, ibv_wc* wc) {
   wc->opcode = static_cast<ibv_wc_opcode>(c.opcode);
   wc->byte_len = c.byte_len;
   if (c.has_imm) {
-    wc->imm_data = c.imm;
+    wc->imm_data = htonl(c.imm);
     wc->wc_flags = IBV_WC_WITH_IMM;
   }
   wc->qp_num = encode_qpn(slot, c.stream);
+  if (c.src.port != 0) {
+    // A UD receive: the sender's QPN from its listening port's slot, and the GRH that
+    // precedes the payload.
+    const int peer_slot = c.src.port - base_port;
+    wc->src_qp = peer_slot >= 0 && peer_slot < kMaxSlots ? encode_qpn(peer_slot, c.src_stream)
+                                                         : c.src_stream;
+    wc->wc_flags |= IBV_WC_GRH;
+    // As RoCE devices report a UD receive's packet type in sl: 2 for IPv4, 1 for IPv6
+    // (UCX takes the GID's length in the GRH from it).
+    wc->sl = c.src.addr.is_ipv4() ? 2 : 1;
+  }
 }
 
 }  // namespace
@@ -41,7 +53,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     const int want = std::min(kBatch, num_entries - done);
     const int got = q->queue->poll(batch, want);
     for (int i = 0; i < got; ++i) {
-      if (c->filter.admit(batch[i])) to_wc(batch[i], c->slot, &wc[done++]);
+      if (c->filter.admit(batch[i])) to_wc(batch[i], c->slot, c->settings->base_port, &wc[done++]);
     }
     if (got < want) break;
   }
@@ -53,6 +65,7 @@ int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) {
 }
 
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
+  cq_of(cq)->solicited_only = solicited_only != 0;
   cq_of(cq)->queue->request_notify(solicited_only != 0);
   return 0;
 }

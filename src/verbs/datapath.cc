@@ -3,9 +3,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include <arpa/inet.h>
+
 #include "verbs/diagnostics.h"
 #include "verbs/objects.h"
 #include "verbs/ops.h"
+#include "verbs/qpn.h"
 
 namespace mroce::verbs {
 namespace {
@@ -26,7 +29,7 @@ bool to_send_wr(const ibv_send_wr& in, SendWr* out) {
   out->wr_id = in.wr_id;
   out->opcode = static_cast<WrOpcode>(in.opcode);  // rdma-core's values (core/types.h)
   out->flags = in.send_flags & ~IBV_SEND_IP_CSUM;
-  out->imm = in.imm_data;
+  out->imm = ntohl(in.imm_data);  // imm_data holds the wire bytes (big-endian)
   switch (in.opcode) {
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -47,12 +50,47 @@ bool to_send_wr(const ibv_send_wr& in, SendWr* out) {
   return copy_sges(in.sg_list, in.num_sge, &out->num_sge, out->sg);
 }
 
+// A UD send: SEND or SEND_WITH_IMM to the address handle's endpoint, the slot and stream
+// of the remote QPN, with the Q_Key of the request (or the QP's own when its high bit is
+// set, as IBA says).
+int post_datagram(Qp* q, const ibv_send_wr& in) {
+  if ((in.opcode != IBV_WR_SEND && in.opcode != IBV_WR_SEND_WITH_IMM) || !in.wr.ud.ah) {
+    return EINVAL;
+  }
+  SendWr w;
+  if (!to_send_wr(in, &w)) return EINVAL;
+  const Context* c = context_of(q->ibv.context);
+  const Ah* ah = ah_of(in.wr.ud.ah);
+  const auto parts = decode_qpn(in.wr.ud.remote_qpn);
+  const std::uint16_t port = parts ? slot_port(c->settings->base_port, parts->slot) : 0;
+  if (!parts || port == 0) return EINVAL;
+  DatagramDest dest;
+  dest.peer = Endpoint{ah->addr, port};
+  dest.remote = parts->stream;
+  dest.plane = ah->plane;
+  if (in.wr.ud.remote_qkey & 0x80000000u) {
+    net::MutexLock lock(q->mutex);
+    dest.qkey = q->attr.qkey;
+  } else {
+    dest.qkey = in.wr.ud.remote_qkey;
+  }
+  return errno_of(q->pair->post_datagram(w, dest));
+}
+
 }  // namespace
 
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   Qp* q = qp_of(qp);
   int error = 0;
   if (qp->state != IBV_QPS_RTS) error = EINVAL;
+  if (qp->qp_type == IBV_QPT_UD) {
+    for (; wr && !error; wr = wr->next) {
+      if ((error = post_datagram(q, *wr))) break;
+    }
+    if (error) debug("ibv_post_send on UD QP 0x%06x refused: %s", qp->qp_num, std::strerror(error));
+    if (error && bad_wr) *bad_wr = wr;
+    return error;
+  }
   for (; wr && !error; wr = wr->next) {
     SendWr w;
     error = to_send_wr(*wr, &w) ? errno_of(q->pair->post_send(w)) : EINVAL;

@@ -43,6 +43,11 @@ DeviceEntry* make_entry(int index, std::vector<std::string> addresses) {
   e->ibv.transport_type = IBV_TRANSPORT_IB;
   std::snprintf(e->ibv.name, sizeof e->ibv.name, "mroce%d", index);
   std::snprintf(e->ibv.dev_name, sizeof e->ibv.dev_name, "mroce%d", index);
+  // Where rdma-core's device would be; mroce-run --device-files makes these.
+  std::snprintf(e->ibv.dev_path, sizeof e->ibv.dev_path, "/sys/class/infiniband_verbs/uverbs%d",
+                index);
+  std::snprintf(e->ibv.ibdev_path, sizeof e->ibv.ibdev_path, "/sys/class/infiniband/mroce%d",
+                index);
   return e;
 }
 

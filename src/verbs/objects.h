@@ -7,15 +7,19 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "mroce/mroce.h"
 #include "net/thread_annotations.h"
 #include "verbs/completion_filter.h"
+#include "verbs/hw_counters.h"
 #include "verbs/qp_reaper.h"
 #include "verbs/settings.h"
+#include "verbs/stats_server.h"
 
 namespace mroce::verbs {
 
@@ -27,15 +31,37 @@ struct DeviceEntry {
   __be64 guid = 0;
 };
 
+struct Srq;
+
+// Asynchronous events for ibv_get_async_event: queued by the engine's event hook, one
+// count of the context's async_fd (a semaphore eventfd) per event.
+class AsyncEvents {
+ public:
+  void push(const ibv_async_event& e, int fd) MROCE_EXCLUDES(mutex_);
+  bool pop(ibv_async_event* out) MROCE_EXCLUDES(mutex_);
+  // SRQs by engine id, so that an engine event names the program's ibv_srq.
+  void add_srq(SrqId id, Srq* srq) MROCE_EXCLUDES(mutex_);
+  void remove_srq(SrqId id) MROCE_EXCLUDES(mutex_);
+  Srq* srq(SrqId id) MROCE_EXCLUDES(mutex_);
+
+ private:
+  net::Mutex mutex_;
+  std::deque<ibv_async_event> queue_ MROCE_GUARDED_BY(mutex_);
+  std::unordered_map<SrqId, Srq*> srqs_ MROCE_GUARDED_BY(mutex_);
+};
+
 struct Context {
   verbs_context vctx;  // programs hold &vctx.context (its last member)
   DeviceEntry* entry = nullptr;
   const Settings* settings = nullptr;
   std::unique_ptr<Device> device;
-  int slot = 0;                  // see qpn.h
-  std::atomic<int> children{0};  // PDs, CQs, QPs, channels not yet destroyed
+  std::unique_ptr<StatsServer> stats;           // after device: stopped before it is destroyed
+  std::unique_ptr<HwCounterFiles> hw_counters;  // likewise
+  int slot = 0;                                 // see qpn.h
+  std::atomic<int> children{0};                 // PDs, CQs, QPs, channels not yet destroyed
   std::atomic<std::uint32_t> next_handle{1};
   CompletionFilter filter;
+  AsyncEvents async;
   QpReaper reaper;  // after device: destroyed first, so its QPs go before the device
 };
 
@@ -53,19 +79,49 @@ struct Channel {
 };
 
 struct Cq {
-  ibv_cq ibv;
+  union {
+    ibv_cq ibv;
+    ibv_cq_ex ex;  // same first fields; the rest only for CQs from ibv_create_cq_ex
+  };
+  ibv_wc current{};      // the entry ibv_start_poll/ibv_next_poll stand on
+  std::uint64_t ts = 0;  // when it was taken (CLOCK_MONOTONIC ns)
   std::unique_ptr<CompletionQueue> queue;
-  std::atomic<int> qps{0};  // queue pairs that report here
+  std::atomic<int> qps{0};                  // queue pairs that report here
+  std::atomic<bool> solicited_only{false};  // as the last ibv_req_notify_cq asked
+};
+
+struct Srq {
+  ibv_srq ibv;
+  std::unique_ptr<SharedReceiveQueue> queue;
+  std::uint32_t max_sge = 1;
+  std::atomic<int> qps{0};  // queue pairs that take their receives here
 };
 
 struct Qp {
-  ibv_qp ibv;
+  union {
+    ibv_qp ibv;
+    ibv_qp_ex ex;  // same first member; the rest only for QPs from ibv_create_qp_ex
+  };
+  bool extended = false;
+  // Work requests between ibv_wr_start and ibv_wr_complete (one thread at a time, as
+  // the ibv_wr_* API requires), and copies of their inline data.
+  std::vector<SendWr> batch;
+  std::deque<std::vector<std::uint8_t>> batch_inline;
+  int batch_error = 0;
   std::unique_ptr<QueuePair> pair;
   ibv_qp_cap cap{};
   bool sq_sig_all = false;
   net::Mutex mutex;                            // also serialises the state changes of modify_qp
   ibv_qp_attr attr MROCE_GUARDED_BY(mutex){};  // what modify_qp was told, for query_qp
   bool min_rnr_timer_set MROCE_GUARDED_BY(mutex) = false;
+};
+
+// An address handle: where a UD send goes, resolved when it is created (an all-zero GID
+// is the configured peer, as for RC; see queue_pair.cc).
+struct Ah {
+  ibv_ah ibv;
+  Address addr;
+  std::uint8_t plane = 0;  // the local plane to send from (the GID index, when valid)
 };
 
 inline Context* context_of(ibv_context* c) {
@@ -90,6 +146,12 @@ inline Cq* cq_of(ibv_cq* c) {
 }
 inline Qp* qp_of(ibv_qp* q) {
   return reinterpret_cast<Qp*>(q);
+}
+inline Ah* ah_of(ibv_ah* a) {
+  return reinterpret_cast<Ah*>(a);
+}
+inline Srq* srq_of(ibv_srq* s) {
+  return reinterpret_cast<Srq*>(s);
 }
 
 }  // namespace mroce::verbs

@@ -1,33 +1,47 @@
 #include "verbs/qp_reaper.h"
 
-#include <algorithm>
-#include <thread>
+#include <utility>
 
 namespace mroce::verbs {
 
 void QpReaper::park(std::unique_ptr<QueuePair> qp) {
-  std::vector<Parked> expired;
-  {
-    net::MutexLock lock(mutex_);
-    const auto cutoff = Clock::now() - kLinger;
-    auto keep = std::partition(parked_.begin(), parked_.end(),
-                               [&](const Parked& p) { return p.since > cutoff; });
-    std::move(keep, parked_.end(), std::back_inserter(expired));
-    parked_.erase(keep, parked_.end());
-    parked_.push_back({std::move(qp), Clock::now()});
+  net::MutexLock lock(mutex_);
+  parked_.push_back({std::move(qp), Clock::now() + kLinger});
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  wake_.notify_one();
+}
+
+void QpReaper::run() {
+  for (;;) {
+    std::unique_ptr<QueuePair> expired;
+    {
+      net::MutexLock lock(mutex_);
+      while (parked_.empty() && !draining_) wake_.wait(mutex_);
+      if (parked_.empty()) return;  // draining, nothing left
+      const Clock::time_point due = parked_.front().due;
+      if (Clock::now() < due) {
+        wake_.wait_until(mutex_, due);
+        continue;
+      }
+      expired = std::move(parked_.front().qp);
+      parked_.pop_front();
+    }
+    // Destroyed outside the lock: it waits for the progress thread.
+    expired.reset();
   }
-  // Destroyed outside the lock: it waits for the progress thread.
 }
 
 void QpReaper::drain() {
-  std::vector<Parked> all;
+  std::thread thread;
   {
     net::MutexLock lock(mutex_);
-    all.swap(parked_);
+    draining_ = true;
+    wake_.notify_one();
+    thread = std::move(thread_);
   }
-  Clock::time_point latest{};
-  for (const Parked& p : all) latest = std::max(latest, p.since);
-  if (!all.empty()) std::this_thread::sleep_until(latest + kLinger);
+  if (thread.joinable()) thread.join();
+  net::MutexLock lock(mutex_);
+  draining_ = false;
 }
 
 }  // namespace mroce::verbs

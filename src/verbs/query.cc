@@ -71,7 +71,11 @@ void fill_device_attr(const Context& c, ibv_device_attr* a) {
   a->max_res_rd_atom = kRdAtomMax * kMaxStream;
   a->max_qp_init_rd_atom = kRdAtomMax;
   a->atomic_cap = IBV_ATOMIC_HCA;
+  a->max_srq = 1 << 16;
+  a->max_srq_wr = kQueueDepthMax;
+  a->max_srq_sge = kMaxSge;
   a->max_pkeys = 1;
+  a->max_ah = 1 << 24;
   a->local_ca_ack_delay = 16;
   a->phys_port_cnt = 1;
 }
@@ -121,6 +125,10 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
   ibv_device_attr_ex full{};
   fill_device_attr(*context_of(context), &full.orig_attr);
   full.max_dm_size = 0;
+  full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+  // Completion timestamps are CLOCK_MONOTONIC nanoseconds (extended.cc): a 1 GHz clock.
+  full.completion_timestamp_mask = ~0ull;
+  full.hca_core_clock = 1'000'000;  // kHz
   std::memset(attr, 0, attr_size);
   std::memcpy(attr, &full, std::min(attr_size, sizeof full));
   return 0;
@@ -173,8 +181,11 @@ int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_inde
 ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
                              uint32_t flags, size_t entry_size) {
   const Context& c = *context_of(context);
-  if (flags || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
-  const std::size_t n = std::min(max_entries, c.entry->planes.size());
+  // As rdma-core: the buffer must hold the whole table.
+  if (flags || entry_size < sizeof(ibv_gid_entry) || max_entries < c.entry->planes.size()) {
+    return -EINVAL;
+  }
+  const std::size_t n = c.entry->planes.size();
   auto* out = reinterpret_cast<char*>(entries);
   for (std::size_t i = 0; i < n; ++i) {
     fill_gid_entry(c, static_cast<std::uint32_t>(i),

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "verbs/address_handle.h"
 #include "verbs/diagnostics.h"
 #include "verbs/objects.h"
 #include "verbs/qpn.h"
@@ -40,6 +41,8 @@ Time rnr_timer_ns(std::uint8_t code) {
 
 bool transition_allowed(ibv_qp_state from, ibv_qp_state to) {
   switch (to) {
+    case IBV_QPS_ERR:
+      return true;
     case IBV_QPS_RESET:
       return from == IBV_QPS_RESET;
     case IBV_QPS_INIT:
@@ -51,16 +54,6 @@ bool transition_allowed(ibv_qp_state from, ibv_qp_state to) {
     default:
       return false;
   }
-}
-
-// Where an RTR's address vector points: the GID, or for an all-zero GID (programs run
-// without a GID index) MROCE_PEER, else this device's own first plane (same host).
-Address peer_address(const Context& c, const ibv_ah_attr& ah) {
-  Address a;
-  if (ah.is_global) std::memcpy(a.bytes.data(), ah.grh.dgid.raw, 16);
-  if (!a.is_zero()) return a;
-  if (c.settings->peer) return *c.settings->peer;
-  return c.entry->planes.front();
 }
 
 int connect_qp(Qp* q, const ibv_qp_attr& attr) {
@@ -98,6 +91,7 @@ void remember(Qp* q, const ibv_qp_attr& attr, int mask) MROCE_REQUIRES(q->mutex)
   if (mask & IBV_QP_SQ_PSN) a.sq_psn = attr.sq_psn;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) a.max_dest_rd_atomic = attr.max_dest_rd_atomic;
   if (mask & IBV_QP_DEST_QPN) a.dest_qp_num = attr.dest_qp_num;
+  if (mask & IBV_QP_QKEY) a.qkey = attr.qkey;
 }
 
 // RNR policy at RTS: the retry count from this call (or an earlier one), and this QP's own
@@ -126,16 +120,18 @@ using namespace mroce::verbs;
 extern "C" {
 
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
-  if (init->qp_type != IBV_QPT_RC) {
-    unsupported("ibv_create_qp", "only RC queue pairs are supported (not UD, UC, XRC or raw)");
+  if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD) {
+    unsupported("ibv_create_qp", "only RC and UD queue pairs are supported (not UC, XRC or raw)");
     return nullptr;
   }
-  if (init->srq) {
-    unsupported("ibv_create_qp", "shared receive queues are not supported");
+  const bool ud = init->qp_type == IBV_QPT_UD;
+  if (ud && init->srq) {
+    unsupported("ibv_create_qp", "UD queue pairs on a shared receive queue are not supported");
     return nullptr;
   }
   if (!init->send_cq || !init->recv_cq || init->send_cq->context != pd->context ||
-      init->recv_cq->context != pd->context || !valid_caps(init->cap)) {
+      init->recv_cq->context != pd->context || !valid_caps(init->cap) ||
+      (init->srq && init->srq->context != pd->context)) {
     errno = EINVAL;
     return nullptr;
   }
@@ -144,10 +140,22 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   options.send_cq = cq_of(init->send_cq)->queue.get();
   options.recv_cq = cq_of(init->recv_cq)->queue.get();
   options.sq_sig_all = init->sq_sig_all != 0;
+  options.datagram = ud;
   StreamConfig& s = options.stream;
   s.sq_depth = std::max<std::uint32_t>(1, init->cap.max_send_wr);
   s.rq_depth = std::max<std::uint32_t>(1, init->cap.max_recv_wr);
+  // Verbs QPs start with no remote rights: ibv_modify_qp's qp_access_flags grant them.
+  s.remote_access = 0;
+  Srq* srq = init->srq ? srq_of(init->srq) : nullptr;
+  if (srq) {
+    options.srq = srq->queue.get();
+    s.rq_depth = srq->queue->depth();  // bounds the receives it holds for open messages
+  }
   s.max_inline = inline_size(init->cap.max_inline_data, s.sq_depth, c->settings->max_inline);
+  if (ud && c->device->options().transport != TransportKind::kMetaRoce) {
+    unsupported("ibv_create_qp", "UD queue pairs need the MetaRoCE transport (not rocev2)");
+    return nullptr;
+  }
   auto pair = c->device->create_qp(options);
   if (!pair || pair->qp_num() > kMaxStream) {
     errno = ENOMEM;
@@ -159,10 +167,11 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->ibv.pd = pd;
   q->ibv.send_cq = init->send_cq;
   q->ibv.recv_cq = init->recv_cq;
+  q->ibv.srq = init->srq;
   q->ibv.handle = c->next_handle++;
   q->ibv.qp_num = encode_qpn(c->slot, pair->qp_num());
   q->ibv.state = IBV_QPS_RESET;
-  q->ibv.qp_type = IBV_QPT_RC;
+  q->ibv.qp_type = init->qp_type;
   pthread_mutex_init(&q->ibv.mutex, nullptr);
   pthread_cond_init(&q->ibv.cond, nullptr);
   c->filter.reset(pair->qp_num());
@@ -170,6 +179,10 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->sq_sig_all = options.sq_sig_all;
   q->cap = {s.sq_depth, s.rq_depth, std::max<std::uint32_t>(1, init->cap.max_send_sge),
             std::max<std::uint32_t>(1, init->cap.max_recv_sge), s.max_inline};
+  if (srq) {
+    q->cap.max_recv_wr = q->cap.max_recv_sge = 0;  // as a NIC reports a QP on an SRQ
+    ++srq->qps;
+  }
   {
     net::MutexLock lock(q->mutex);  // not shared yet; the lock keeps the analysis simple
     q->attr.path_mtu = IBV_MTU_4096;
@@ -189,12 +202,39 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   const ibv_qp_state to = (mask & IBV_QP_STATE) ? attr->qp_state : from;
   if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != from) return EINVAL;
   if (!transition_allowed(from, to)) {
-    if (to == IBV_QPS_ERR || to == IBV_QPS_SQD || to == IBV_QPS_SQE || to == IBV_QPS_RESET) {
-      return unsupported("ibv_modify_qp", "only RESET->INIT->RTR->RTS transitions are supported");
+    if (to == IBV_QPS_SQD || to == IBV_QPS_SQE || to == IBV_QPS_RESET) {
+      return unsupported("ibv_modify_qp",
+                         "only RESET->INIT->RTR->RTS and ERR transitions are supported");
     }
     return EINVAL;
   }
   if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
+  if ((mask & IBV_QP_ACCESS_FLAGS) && qp->qp_type != IBV_QPT_UD) {
+    constexpr unsigned kRemote =
+        IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    if (const int e = errno_of(q->pair->set_remote_access(attr->qp_access_flags & kRemote))) {
+      return e;
+    }
+  }
+  if (to == IBV_QPS_ERR) {
+    // Posted work is flushed (rping waits for that flush before it exits).
+    // The filter first: the flushes may be polled before set_error returns.
+    context_of(qp->context)->filter.fail(q->pair->qp_num());
+    const Errc e = q->pair->set_error();
+    if (e != Errc::kOk)
+      return unsupported("ibv_modify_qp", "this transport cannot move a QP to ERR");
+    qp->state = to;
+    return 0;
+  }
+  if (qp->qp_type == IBV_QPT_UD) {
+    // No peer to bind: UD sends name theirs in each work request.
+    if (mask & IBV_QP_QKEY) {
+      if (const int e = errno_of(q->pair->set_qkey(attr->qkey))) return e;
+    }
+    remember(q, *attr, mask);
+    qp->state = to;
+    return 0;
+  }
   if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
     if ((mask & (IBV_QP_AV | IBV_QP_DEST_QPN)) != (IBV_QP_AV | IBV_QP_DEST_QPN)) return EINVAL;
     if (const int e = connect_qp(q, *attr)) return e;
@@ -217,8 +257,9 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init
   init->qp_context = qp->qp_context;
   init->send_cq = qp->send_cq;
   init->recv_cq = qp->recv_cq;
+  init->srq = qp->srq;
   init->cap = q->cap;
-  init->qp_type = IBV_QPT_RC;
+  init->qp_type = qp->qp_type;
   init->sq_sig_all = q->sq_sig_all;
   return 0;
 }
@@ -227,21 +268,16 @@ int ibv_destroy_qp(ibv_qp* qp) {
   Qp* q = qp_of(qp);
   Context* c = context_of(qp->context);
   c->filter.retire(q->pair->qp_num());
+  q->pair->quiesce();
   c->reaper.park(std::move(q->pair));
   --cq_of(qp->send_cq)->qps;
   --cq_of(qp->recv_cq)->qps;
+  if (qp->srq) --srq_of(qp->srq)->qps;
   --c->children;
   pthread_cond_destroy(&qp->cond);
   pthread_mutex_destroy(&qp->mutex);
   delete q;
   return 0;
-}
-
-// Plain QPs are never extended ones (ibv_create_qp_ex is not offered).
-ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
-  (void)qp;
-  errno = EOPNOTSUPP;
-  return nullptr;
 }
 
 // SEND and WRITE data land out of order (placed as packets arrive); only the last byte of

@@ -96,6 +96,17 @@ bool parse_verbs_settings(const EnvLookup& env, Settings* out, std::string* erro
     s.poll_yield = n != 0;
   }
   if (const char* v = env("MROCE_DEBUG"); v && *v) s.debug = std::string_view(v) != "0";
+  if (const char* v = env("MROCE_STAT"); v && *v) {
+    if (!parse_uint(v, 1, &n)) return out_of(error, "MROCE_STAT", v, 0, 1);
+    s.stats = n != 0;
+  }
+  if (const char* v = env("MROCE_SYSFS_DIR"); v && *v) s.sysfs_dir = v;
+  if (const char* v = env("MROCE_HW_COUNTERS_MS"); v && *v) {
+    if (!parse_uint(v, 10000, &n) || n == 0) {
+      return out_of(error, "MROCE_HW_COUNTERS_MS", v, 1, 10000);
+    }
+    s.hw_counters_ms = static_cast<std::uint32_t>(n);
+  }
   *out = std::move(s);
   return true;
 }

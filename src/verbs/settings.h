@@ -25,6 +25,12 @@ struct Settings {
   std::uint32_t max_inline = 4096;  // inline size offered when a QP asks for less
   bool poll_yield = true;           // an empty ibv_poll_cq yields the CPU once
   bool debug = false;
+  bool stats = true;  // publish counters for mroce-stat (docs/VERBS.md, Counters)
+  // Where `mroce-run --device-files` made the devices' sysfs entries (MROCE_SYSFS_DIR;
+  // empty: none): each context keeps <dir>/<device>/ports/1/hw_counters up to date,
+  // every hw_counters_ms (MROCE_HW_COUNTERS_MS).
+  std::string sysfs_dir;
+  std::uint32_t hw_counters_ms = 20;
 };
 
 // Returns the value of a variable, or null when it is unset.

@@ -6,57 +6,37 @@
 #include <cerrno>
 
 #include "verbs/diagnostics.h"
+#include "verbs/ops.h"
 
 using mroce::verbs::unsupported;
 
 namespace {
 
-constexpr const char* kSrq = "shared receive queues are not supported";
-constexpr const char* kAh = "address handles (UD queue pairs) are not supported";
 constexpr const char* kMcast = "multicast is not supported";
 constexpr const char* kImport = "sharing objects between processes is not supported";
 
 }  // namespace
 
+namespace mroce::verbs {
+
+// Reached through the context's tables (the inline ibv_alloc_mw and ibv_alloc_dm), set so
+// that the refusal says why; left NULL, rdma-core's inline would fail silently.
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+  (void)pd, (void)type;
+  unsupported("ibv_alloc_mw", "memory windows are not supported");
+  return nullptr;
+}
+
+ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) {
+  (void)context, (void)attr;
+  unsupported("ibv_alloc_dm", "device memory is not supported (there is no device)");
+  return nullptr;
+}
+
+}  // namespace mroce::verbs
+
 extern "C" {
 
-ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
-  (void)pd, (void)attr;
-  unsupported("ibv_create_srq", kSrq);
-  return nullptr;
-}
-int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
-  (void)srq, (void)attr, (void)mask;
-  return unsupported("ibv_modify_srq", kSrq);
-}
-int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
-  (void)srq, (void)attr;
-  return unsupported("ibv_query_srq", kSrq);
-}
-int ibv_destroy_srq(ibv_srq* srq) {
-  (void)srq;
-  return unsupported("ibv_destroy_srq", kSrq);
-}
-
-ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
-  (void)pd, (void)attr;
-  unsupported("ibv_create_ah", kAh);
-  return nullptr;
-}
-ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
-  (void)pd, (void)wc, (void)grh, (void)port_num;
-  unsupported("ibv_create_ah_from_wc", kAh);
-  return nullptr;
-}
-int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
-                        ibv_ah_attr* ah_attr) {
-  (void)context, (void)port_num, (void)wc, (void)grh, (void)ah_attr;
-  return unsupported("ibv_init_ah_from_wc", kAh);
-}
-int ibv_destroy_ah(ibv_ah* ah) {
-  (void)ah;
-  return unsupported("ibv_destroy_ah", kAh);
-}
 int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6],
                                 uint16_t* vid) {
   (void)context, (void)attr, (void)eth_mac, (void)vid;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "loopback_pair.h"
 #include "verbs/qpn.h"
@@ -23,6 +24,9 @@ TEST(Abi, DeviceListNamesConfiguredDevice) {
   EXPECT_EQ(list[0]->node_type, IBV_NODE_CA);
   EXPECT_EQ(ibv_get_device_index(list[0]), 0);
   EXPECT_EQ(be64toh(ibv_get_device_guid(list[0])), 0x024d52007f000001ull);
+  // Where rdma-core's devices live in sysfs; mroce-run --device-files makes them.
+  EXPECT_STREQ(list[0]->ibdev_path, "/sys/class/infiniband/mroce0");
+  EXPECT_STREQ(list[0]->dev_path, "/sys/class/infiniband_verbs/uverbs0");
   EXPECT_EQ(list[1], nullptr);
   ibv_free_device_list(list);
 }
@@ -60,10 +64,13 @@ TEST_F(Opened, DeviceAttributesSteerProgramsToPlainVerbs) {
   EXPECT_EQ(a.vendor_part_id, 0u);
   EXPECT_GE(a.max_qp_rd_atom, 1);
   EXPECT_EQ(a.phys_port_cnt, 1);
-  EXPECT_EQ(a.max_sge, 4);
+  EXPECT_EQ(a.max_sge, 6);  // UCX asks for 5 (RC) and 6 (UD)
   ibv_device_attr_ex ex{};
   ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &ex), 0);
   EXPECT_EQ(std::memcmp(&ex.orig_attr, &a, sizeof a), 0);
+  EXPECT_EQ(ex.phys_port_cnt_ex, 1u);
+  EXPECT_GE(a.max_srq, 1);
+  EXPECT_GE(a.max_srq_wr, 4096);
 }
 
 TEST_F(Opened, PortIsActiveEthernetWithMappedGid) {
@@ -85,6 +92,12 @@ TEST_F(Opened, PortIsActiveEthernetWithMappedGid) {
   ASSERT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &e, 0), 0);
   EXPECT_EQ(e.gid_type, IBV_GID_TYPE_ROCE_V2);
   EXPECT_EQ(std::memcmp(e.gid.raw, expected, 16), 0);
+
+  // The table call wants room for every entry.
+  ibv_gid_entry table[2]{};
+  EXPECT_EQ(ibv_query_gid_table(ctx_, table, 2, 0), 1);
+  EXPECT_EQ(std::memcmp(table[0].gid.raw, expected, 16), 0);
+  EXPECT_EQ(ibv_query_gid_table(ctx_, table, 0, 0), -EINVAL);
 
   __be16 pkey = 0;
   ASSERT_EQ(ibv_query_pkey(ctx_, 1, 0, &pkey), 0);
@@ -137,22 +150,16 @@ TEST_F(Opened, OptionalAccessFlagsAreIgnored) {
 }
 
 TEST_F(Opened, UnsupportedCallsFailWithEopnotsupp) {
+  ::testing::internal::CaptureStderr();
   ibv_pd* pd = ibv_alloc_pd(ctx_);
   ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
-  ibv_srq_init_attr srq{};
-  srq.attr.max_wr = 16;
-  srq.attr.max_sge = 1;
+  ibv_qp_init_attr uc{};
+  uc.send_cq = cq;
+  uc.recv_cq = cq;
+  uc.cap = {16, 16, 1, 1, 0};
+  uc.qp_type = IBV_QPT_UC;
   errno = 0;
-  EXPECT_EQ(ibv_create_srq(pd, &srq), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-
-  ibv_qp_init_attr ud{};
-  ud.send_cq = cq;
-  ud.recv_cq = cq;
-  ud.cap = {16, 16, 1, 1, 0};
-  ud.qp_type = IBV_QPT_UD;
-  errno = 0;
-  EXPECT_EQ(ibv_create_qp(pd, &ud), nullptr);
+  EXPECT_EQ(ibv_create_qp(pd, &uc), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
 
   ibv_qp_init_attr_ex ex{};
@@ -162,7 +169,8 @@ TEST_F(Opened, UnsupportedCallsFailWithEopnotsupp) {
   ex.qp_type = IBV_QPT_RC;
   ex.pd = pd;
   ex.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  ex.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+  ex.send_ops_flags =
+      IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW;  // memory windows are not offered
   errno = 0;
   EXPECT_EQ(ibv_create_qp_ex(ctx_, &ex), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
@@ -170,11 +178,23 @@ TEST_F(Opened, UnsupportedCallsFailWithEopnotsupp) {
   errno = 0;
   EXPECT_EQ(ibv_alloc_mw(pd, IBV_MW_TYPE_1), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_alloc_dm_attr dm{};
+  dm.length = 4096;
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_dm(ctx_, &dm), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
 
-  ibv_ah_attr ah{};
+  // Each says why, in one line.
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  for (const char* what : {"ibv_create_qp_ex:", "ibv_alloc_mw: memory windows are not supported",
+                           "ibv_alloc_dm: device memory is not supported"}) {
+    EXPECT_NE(said.find(what), std::string::npos) << what << " missing from: " << said;
+  }
+
+  ibv_ah_attr ah{};  // port 0: no such port
   errno = 0;
   EXPECT_EQ(ibv_create_ah(pd, &ah), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(errno, EINVAL);
 
   EXPECT_EQ(ibv_destroy_cq(cq), 0);
   EXPECT_EQ(ibv_dealloc_pd(pd), 0);

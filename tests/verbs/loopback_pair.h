@@ -90,12 +90,15 @@ struct Side {
 };
 
 // Moves a QP through INIT and RTR (towards remote_qpn at gid) to RTS.
-inline int connect_qp(ibv_qp* qp, const ibv_gid& gid, std::uint32_t remote_qpn,
-                      bool global = true) {
+inline constexpr unsigned kAllRemote =
+    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+inline int connect_qp(ibv_qp* qp, const ibv_gid& gid, std::uint32_t remote_qpn, bool global = true,
+                      unsigned access = kAllRemote) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  a.qp_access_flags = access;
   if (int e = ibv_modify_qp(qp, &a,
                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     return e;
@@ -143,7 +146,9 @@ class LoopbackPair : public ::testing::Test {
   }
 
   // A connected pair of QPs, a's first.
-  std::pair<ibv_qp*, ibv_qp*> connected(std::uint32_t depth = 64, int sq_sig_all = 0) {
+  // b_access: the remote rights b's QP grants a.
+  std::pair<ibv_qp*, ibv_qp*> connected(std::uint32_t depth = 64, int sq_sig_all = 0,
+                                        unsigned b_access = kAllRemote) {
     ibv_qp* qa = a_.create_qp(depth, sq_sig_all);
     ibv_qp* qb = b_.create_qp(depth, sq_sig_all);
     EXPECT_NE(qa, nullptr);
@@ -152,7 +157,7 @@ class LoopbackPair : public ::testing::Test {
     qps_.push_back(qa);
     qps_.push_back(qb);
     EXPECT_EQ(connect_qp(qa, b_.gid(), qb->qp_num), 0);
-    EXPECT_EQ(connect_qp(qb, a_.gid(), qa->qp_num), 0);
+    EXPECT_EQ(connect_qp(qb, a_.gid(), qa->qp_num, true, b_access), 0);
     return {qa, qb};
   }
 

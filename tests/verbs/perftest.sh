@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # perftest, unmodified, between two processes on one address (loopback): ib_write_bw (one
 # and four QPs, which become streams of one connection), ib_send_bw, ib_read_bw and
-# ib_write_lat at several sizes and over all sizes (-a), then ib_read_lat, ib_send_lat,
+# ib_write_lat at several sizes and over all sizes (-a), ib_send_bw on a shared receive
+# queue (--use-srq, four QPs), then ib_read_lat, ib_send_lat,
 # ib_atomic_bw and ib_atomic_lat. Each result row must show the requested size and
 # iterations and a positive bandwidth or latency.
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -35,6 +36,7 @@ bw write_bw ib_write_bw 65536 2000 1
 bw write_bw_4qp ib_write_bw 16384 1000 4
 bw write_bw_small ib_write_bw 64 2000 1
 bw send_bw ib_send_bw 65536 1000 1
+bw send_bw_srq ib_send_bw 65536 1000 4 --use-srq
 bw read_bw ib_read_bw 65536 1000 1
 lat write_lat_8 8 1000
 lat write_lat_4k 4096 500

@@ -78,6 +78,38 @@ TEST_F(Semantics, BadRemoteKeyCompletesWithAccessError) {
   EXPECT_EQ(attr.qp_state, IBV_QPS_ERR);
 }
 
+// The region grants every right; the responder's QP grants only what its
+// qp_access_flags say, and a request beyond them fails as on a NIC.
+TEST_F(Semantics, QpAccessFlagsAreEnforcedByTheResponder) {
+  struct Case {
+    unsigned granted;
+    ibv_wr_opcode opcode;
+  };
+  const Case cases[] = {
+      {IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, IBV_WR_RDMA_WRITE},
+      {IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC, IBV_WR_RDMA_READ},
+      {IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, IBV_WR_ATOMIC_FETCH_AND_ADD},
+  };
+  for (const Case& c : cases) {
+    for (const bool allowed : {true, false}) {
+      auto [qa, qb] = connected(64, 0, allowed ? kAllRemote : c.granted);
+      ASSERT_NE(qa, nullptr);
+      ibv_send_wr wr = write_to(b_, 64, 21, IBV_SEND_SIGNALED);
+      wr.opcode = c.opcode;
+      if (c.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+        wr.wr.atomic.remote_addr = reinterpret_cast<std::uintptr_t>(b_.buf.data()) + 64;
+        wr.wr.atomic.rkey = b_.mr->rkey;
+        wr.wr.atomic.compare_add = 1;
+      }
+      ASSERT_EQ(post_send(qa, wr, sge(a_, 0, 8)), 0);
+      auto tx = a_.wait(1);
+      ASSERT_EQ(tx.size(), 1u);
+      EXPECT_EQ(tx[0].status, allowed ? IBV_WC_SUCCESS : IBV_WC_REM_ACCESS_ERR)
+          << "opcode " << c.opcode << (allowed ? " allowed" : " refused");
+    }
+  }
+}
+
 TEST_F(Semantics, BadLocalKeyIsRefusedAtPost) {
   auto [qa, qb] = connected();
   ASSERT_NE(qa, nullptr);
@@ -166,8 +198,38 @@ TEST_F(Semantics, StateMachineGuardsPosting) {
   a.qp_state = IBV_QPS_RTR;
   a.dest_qp_num = 0x000001;  // slot byte 0: no MetaRoCE QP has this number
   EXPECT_EQ(ibv_modify_qp(qa, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_DEST_QPN), EINVAL);
-  a.qp_state = IBV_QPS_ERR;
+  a.qp_state = IBV_QPS_SQD;
   EXPECT_EQ(ibv_modify_qp(qa, &a, IBV_QP_STATE), EOPNOTSUPP);
+}
+
+// Moving to ERR (librdmacm's rdma_disconnect does) flushes what is posted and what is
+// posted later, and the QP reports ERR.
+TEST_F(Semantics, MoveToErrFlushesPostedWork) {
+  ibv_qp* qa = a_.create_qp();
+  ibv_qp* qb = b_.create_qp();
+  ASSERT_NE(qa, nullptr);
+  ASSERT_NE(qb, nullptr);
+  qps_.push_back(qa);
+  qps_.push_back(qb);
+  ASSERT_EQ(connect_qp(qa, b_.gid(), qb->qp_num), 0);
+  ASSERT_EQ(connect_qp(qb, a_.gid(), qa->qp_num), 0);
+  ASSERT_EQ(post_recv(qa, sge(a_, 0, 8), 7), 0);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(qa, &a, IBV_QP_STATE), 0);
+  auto flushed = a_.wait(1);
+  ASSERT_EQ(flushed.size(), 1u);
+  EXPECT_EQ(flushed[0].wr_id, 7u);
+  EXPECT_EQ(flushed[0].status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(flushed[0].qp_num, qa->qp_num);
+  ASSERT_EQ(post_recv(qa, sge(a_, 0, 8), 8), 0);
+  flushed = a_.wait(1);
+  ASSERT_EQ(flushed.size(), 1u);
+  EXPECT_EQ(flushed[0].wr_id, 8u);
+  EXPECT_EQ(flushed[0].status, IBV_WC_WR_FLUSH_ERR);
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(qa, &a, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(a.qp_state, IBV_QPS_ERR);
 }
 
 // Without a GID index programs send an all-zero GID: the peer is then MROCE_PEER, or this

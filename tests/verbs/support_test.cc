@@ -1,9 +1,17 @@
 // The Verbs layer's own pieces without the ABI: QPN addressing and its settings.
 #include <gtest/gtest.h>
 
-#include <map>
-#include <string>
+#include <unistd.h>
 
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "verbs/hw_counters.h"
 #include "verbs/qpn.h"
 #include "verbs/settings.h"
 
@@ -103,6 +111,7 @@ TEST(Settings, BadValuesNameTheVariable) {
       {{"MROCE_PORT", "70000"}},
       {{"MROCE_MAX_INLINE", "5000"}},
       {{"MROCE_POLL_YIELD", "yes"}},
+      {{"MROCE_HW_COUNTERS_MS", "0"}},
       {{"MROCE_ADDRS", "10.0.0.1"}, {"MROCE_DEVICES", "10.0.0.2"}},
   };
   for (const auto& vars : cases) {
@@ -114,8 +123,10 @@ TEST(Settings, BadValuesNameTheVariable) {
 }
 
 TEST(Settings, NumbersOutOfRangeGetTheOneLineEverySettingGets) {
-  const std::pair<const char*, const char*> ranges[] = {
-      {"MROCE_PORT", "1..65535"}, {"MROCE_MAX_INLINE", "0..4096"}, {"MROCE_POLL_YIELD", "0..1"}};
+  const std::pair<const char*, const char*> ranges[] = {{"MROCE_PORT", "1..65535"},
+                                                        {"MROCE_MAX_INLINE", "0..4096"},
+                                                        {"MROCE_POLL_YIELD", "0..1"},
+                                                        {"MROCE_HW_COUNTERS_MS", "1..10000"}};
   for (const auto& [name, range] : ranges) {
     for (const char* value :
          {"-1", "nan", "99999999999999999999999", "oops", " 1", "1.5", "70000"}) {
@@ -134,6 +145,79 @@ TEST(Settings, ManualProgressIsRefused) {
   std::string error;
   EXPECT_FALSE(parse_verbs_settings(Env(Vars{}).lookup(), &s, &error));
   EXPECT_NE(error.find("MROCE_PROGRESS"), std::string::npos);
+}
+
+TEST(Settings, SysfsDirectoryAndInterval) {
+  Settings s;
+  std::string error;
+  ASSERT_TRUE(parse_verbs_settings(Env(Vars{}).lookup(), &s, &error)) << error;
+  EXPECT_TRUE(s.sysfs_dir.empty());
+  Env env(Vars{{"MROCE_SYSFS_DIR", "/sys/class/infiniband"}, {"MROCE_HW_COUNTERS_MS", "5"}});
+  ASSERT_TRUE(parse_verbs_settings(env.lookup(), &s, &error)) << error;
+  EXPECT_EQ(s.sysfs_dir, "/sys/class/infiniband");
+  EXPECT_EQ(s.hw_counters_ms, 5u);
+}
+
+// A directory of its own under the test's temporary directory, removed at the end.
+class HwCounters : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("hw_counters_test." + std::to_string(getpid()) + "." +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string read(const std::string& name) const {
+    std::ifstream in(dir_ / name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(HwCounters, OneFilePerCounterKeptCurrentWhileRunning) {
+  std::atomic<std::uint64_t> rx{7};
+  auto source = [&rx] {
+    return std::vector<NamedCounter>{{"rx_packets", rx.load()}, {"drop_malformed", 0}};
+  };
+  std::string error;
+  auto files = HwCounterFiles::start(dir_, source, std::chrono::milliseconds(1), &error);
+  ASSERT_TRUE(files) << error;
+  EXPECT_EQ(read("rx_packets"), "7\n");  // written before start returns
+  EXPECT_EQ(read("drop_malformed"), "0\n");
+  rx = 123456789012;
+  std::string seen;
+  for (int i = 0; i < 2000 && seen != "123456789012\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    seen = read("rx_packets");
+  }
+  EXPECT_EQ(seen, "123456789012\n");  // refreshed by the thread, no call needed
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2);  // no temporary file left beside them
+  rx = 9;
+  files.reset();
+  EXPECT_EQ(read("rx_packets"), "9\n");  // the last values stay after the device closes
+}
+
+TEST_F(HwCounters, OneWriterPerDirectoryAndMissingDirectoryRefused) {
+  auto source = [] { return std::vector<NamedCounter>{{"rx_packets", 1}}; };
+  std::string error;
+  auto first = HwCounterFiles::start(dir_, source, std::chrono::milliseconds(50), &error);
+  ASSERT_TRUE(first) << error;
+  EXPECT_FALSE(HwCounterFiles::start(dir_, source, std::chrono::milliseconds(50), &error));
+  EXPECT_NE(error.find("another process"), std::string::npos) << error;
+  first.reset();
+  EXPECT_TRUE(HwCounterFiles::start(dir_, source, std::chrono::milliseconds(50), &error));
+  EXPECT_FALSE(
+      HwCounterFiles::start(dir_ / "absent", source, std::chrono::milliseconds(50), &error));
+  EXPECT_NE(error.find("absent"), std::string::npos) << error;
 }
 
 }  // namespace
