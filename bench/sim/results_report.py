@@ -230,7 +230,8 @@ def main():
                 rows.append([f"{rate * 100:g}%", NAME[t]] + common_cols(r) + [
                     fmt(w["goodput_gbps"]), pct(kept), fmt(fr), pct(kept_rate),
                     fmt(r["network_drops"]["total"]),
-                    fmt(r["transport_counters"]["tx_retransmits"]), fmt(r["pfc_pause_frames"])])
+                    fmt(r["transport_counters"]["tx_retransmits"]),
+                    fmt(r["transport_counters"]["path_failures"]), fmt(r["pfc_pause_frames"])])
             m, b = (wl(R[rid]["runs"][t]) for t in T)
             if m["goodput_gbps"] < b["goodput_gbps"]:
                 worse.append(f"E2 ({timers}) at {rate * 100:g}% loss: goodput "
@@ -246,7 +247,8 @@ def main():
                              f"{pct(b['goodput_gbps'] / base['roce']) if base['roce'] else '-'}.")
         md.append(table(["loss", "transport", "flows done", "FCT p50 us", "FCT p99 us",
                          "FCT max us", "goodput Gbit/s", "kept", "mean flow rate Gbit/s",
-                         "kept (rate)", "drops", "retransmits", "PFC pauses"], rows))
+                         "kept (rate)", "drops", "retransmits", "paths failed", "PFC pauses"],
+                        rows))
         md.append("")
         return series
 
@@ -297,7 +299,9 @@ def main():
                   "packets at random with the given probability. *Kept* is the goodput as a "
                   "fraction of the same transport's lossless run; *mean flow rate* is the "
                   "average over flows of bytes / FCT, which a few slow flows do not dominate "
-                  "the way they dominate goodput.\n")
+                  "the way they dominate goodput. *Paths failed* counts the paths the "
+                  "engine declared failed over the run (the baseline has one path per QP "
+                  "and never does).\n")
         md.append("### Default timers (1 ms: MetaRoCE `min_rto`, RoCE `ack_timeout`)\n")
         series = loss_table("e2-loss-", "default timers")
         if loss_runs("e2-fast-"):
@@ -380,7 +384,11 @@ def main():
                   f"{P - 1}/{P} of *before* and stays there until the heal. *Timers* are the "
                   "retransmission timers of both engines (MetaRoCE `min_rto`, RoCE "
                   "`ack_timeout`); MetaRoCE declares a path failed after 3 timeouts "
-                  "without an ACK, RoCE moves a QP to error after 7 retries.\n")
+                  "without an ACK, RoCE moves a QP to error after 7 retries. *Paths "
+                  "failed* and *re-entropies* are MetaRoCE's totals over the run: paths "
+                  "declared failed, and new source ports its paths took (a failure, a "
+                  "route losing far more than the others, a probe left unanswered, a path "
+                  "sent home).\n")
         rows = []
         for rid, timers in e4_ids:
             e4 = R[rid]
@@ -415,7 +423,9 @@ def main():
                     "not before the heal" if rec is None
                     else "<= 30 us" if rec <= 30 else f"{fmt(rec)} us",
                     fmt(r["network_drops"]["black_hole"]),
-                    fmt(r["transport_counters"]["tx_retransmits"]), fmt(r["pfc_pause_frames"])])
+                    fmt(r["transport_counters"]["tx_retransmits"]),
+                    fmt(r["transport_counters"]["path_failures"]),
+                    fmt(r["transport_counters"]["reentropies"]), fmt(r["pfc_pause_frames"])])
             (_, md_, mrec, mw), (_, bd, brec, bw) = fig["mroce"], fig["roce"]
             if md_ is not None and bd is not None and md_ < bd:
                 worse.append(f"E4 ({timers} timers): throughput during the failure "
@@ -447,7 +457,7 @@ def main():
         md.append(table(["timers", "transport", "flows done", "FCT p50 us", "FCT p99 us",
                          "FCT max us", "goodput Gbit/s", "before Gbit/s", "during Gbit/s",
                          "during/before", "recovery", "black-holed pkts", "retransmits",
-                         "PFC pauses"], rows))
+                         "paths failed", "re-entropies", "PFC pauses"], rows))
         md.append("")
         for rid, timers in e4_ids:
             md.append(f"![E4 throughput over time, {timers} timers]({R[rid]['img']})\n")
@@ -510,6 +520,15 @@ def main():
             f"plot '{files[0]}' w l lw 2 t 'MetaRoCE', '{files[1]}' w l lw 2 t 'RoCEv2'\n"))
         md.append(f"![E5 incast throughput]({img})\n")
 
+    # Memory at scale is measured apart: runs of up to 100,000 hosts are too long for
+    # this script. bench/sim/run_memory.sh writes simulator-memory.md; its table is
+    # carried over as it stands.
+    mem = os.path.join(docs, "simulator-memory.md")
+    if os.path.exists(mem):
+        md.append("## Memory per connection end\n")
+        with open(mem) as f:
+            md.append(f.read().split("\n", 1)[1].strip())  # without its title
+        md.append("")
     if notes:
         md.append("## Where the baseline failed\n")
         md += [f"- {n}" for n in notes]

@@ -4,52 +4,185 @@
 # data packets and events per wall-clock second, and peak resident memory.
 #
 #   bench/sim/run_perf.sh [BUILD_DIR] [TRANSPORT...]
+#   bench/sim/run_perf.sh --htsim DIR [BUILD_DIR]
 #
 # BUILD_DIR defaults to build-sim; transports default to every one built in (gbn, the
 # test-only go-back-N transport, is always there). Extra mroce-sim arguments can be
 # passed through PERF_ARGS, e.g. PERF_ARGS='--set workload.0.bytes=4MB'. Every transport
 # runs twice: on one thread, and split over PARTITIONS threads (scenario key
 # `partitions`) where it can be.
+#
+# --htsim DIR: DIR is a build of htsim (github.com/ultraethernet/uet-htsim: its checkout,
+# with htsim_uec built anywhere below it). Runs htsim_uec on its own shipped 128-node
+# permutation and fat-tree files with the flows scaled to 32 MB, beside mroce-sim's
+# htsim-perm with MetaRoCE on one thread and on PARTITIONS partitions (and on each
+# number of MPI ranks in RANKS, e.g. RANKS='2 4', when the build has MPI), alternating
+# for ROUNDS rounds (default 2), and writes the side-by-side table into
+# docs/SIMULATOR.md (between the htsim-table markers) as well as printing it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+htsim=
+if [ "${1:-}" = --htsim ]; then
+  htsim=${2:?--htsim needs the directory of an htsim build}
+  shift 2
+fi
 build=${1:-build-sim}
 shift || true
 # Always brought up to date: a binary left from other sources would measure them.
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" --target mroce-sim-gbn -j 2 >/dev/null
-sim="$build/bench/sim/mroce-sim-gbn"
-transports=("$@")
-if [ ${#transports[@]} -eq 0 ]; then
-  mapfile -t transports < <("$sim" transports | awk '{print $1}')
-fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# Each transport on one partition, then split over PARTITIONS threads (default: the
-# machine's cores, at least 2) where the transport allows it (not with PFC).
 parts=${PARTITIONS:-$(nproc)}
 ((parts >= 2)) || parts=2
-printf '%-10s %10s %12s %14s %14s %10s %s\n' run wall_s events events/s data_pkts/s rss_MB complete
-run() { # LABEL TRANSPORT [ARGS...]
-  local label=$1 t=$2
-  shift 2
+
+# One mroce-sim run: LABEL SIM TRANSPORT [ARGS...]; a line of figures into $out/rows.
+run() {
+  local label=$1 sim=$2 t=$3
+  shift 3
+  rm -f "$out/run.json"
   # shellcheck disable=SC2086
-  if ! /usr/bin/time -v -o "$out/time.txt" "$sim" run htsim-perm --transport "$t" --no-progress -q \
-    --json "$out/$t.json" ${PERF_ARGS:-} "$@" 2>"$out/err.txt"; then
-    printf '%-10s %s\n' "$label" "not run: $(grep -m1 'error' "$out/err.txt")"
+  if ! /usr/bin/time -v -o "$out/time.txt" "$@" "$sim" run htsim-perm --transport "$t" \
+    --no-progress -q --json "$out/run.json" ${PERF_ARGS:-} ${SIM_ARGS:-} 2>"$out/err.txt"; then
+    printf '%-10s %s\n' "$label" "not run: $(grep -m1 -i 'error\|failed' "$out/err.txt")"
     return
   fi
-  rss_kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$out/time.txt")
-  python3 - "$out/$t.json" "$rss_kb" "$label" <<'PY'
+  python3 - "$out/run.json" "$label" <<'PY' | tee -a "$out/rows"
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
 s = run["simulator"]
-print(f'{sys.argv[3]:<10} {s["wall_seconds"]:10.2f} {s["events"]:12d} '
-      f'{s["events_per_second"]:14.0f} {s["data_packets_per_second"]:14.0f} '
-      f'{int(sys.argv[2]) / 1024:10.1f} {run["complete"]}')
+print(f'{sys.argv[2]:<10} {s["wall_seconds"]:10.2f} {s["events"]:12d} '
+      f'{s["events_per_second"]:14.0f} {s["data_packets_sent"]:12d} '
+      f'{s["data_packets_per_second"]:14.0f} {s["peak_rss_bytes"] / 2**20:10.1f} {run["complete"]}')
 PY
 }
-for t in "${transports[@]}"; do run "$t" "$t"; done
-for t in "${transports[@]}"; do run "$t/$parts" "$t" --set "partitions=$parts"; done
-echo "reference: htsim needs 8-15 s and ~56 MB for this scenario (~100,000 data packets/s)"
+
+if [ -z "$htsim" ]; then
+  cmake --build "$build" --target mroce-sim-gbn -j 2 >/dev/null
+  sim="$build/bench/sim/mroce-sim-gbn"
+  transports=("$@")
+  if [ ${#transports[@]} -eq 0 ]; then
+    mapfile -t transports < <("$sim" transports | awk '{print $1}')
+  fi
+  printf '%-10s %10s %12s %14s %12s %14s %10s %s\n' run wall_s events events/s data_pkts \
+    data_pkts/s rss_MB complete
+  for t in "${transports[@]}"; do run "$t" "$sim" "$t"; done
+  for t in "${transports[@]}"; do SIM_ARGS="--set partitions=$parts" run "$t/$parts" "$sim" "$t"; done
+  exit 0
+fi
+
+# Side by side with htsim_uec.
+[ -d "$htsim" ] || {
+  echo "run_perf.sh: --htsim $htsim: no such directory" >&2
+  exit 2
+}
+uec=$(find "$htsim" -type f -name htsim_uec -perm -u+x -print -quit)
+cm=$(find "$htsim" -type f -name perm_128n_128c_2MB.cm -print -quit)
+topo=$(find "$htsim" -type f -name fat_tree_128_1os.topo -print -quit)
+for f in uec cm topo; do
+  if [ -z "${!f}" ]; then
+    echo "run_perf.sh: --htsim $htsim: no htsim_uec binary, perm_128n_128c_2MB.cm or fat_tree_128_1os.topo below it" >&2
+    exit 2
+  fi
+done
+uec=$(realpath "$uec")
+topo=$(realpath "$topo")
+# htsim stops when every flow is done or at -end (us; its default, 1 ms, is too soon).
+# htsim's own 128-node permutation, its flows scaled to mroce-sim's 32 MB (10^6 bytes).
+sed -E 's/size [0-9]+/size 32000000/' "$cm" >"$out/perm_128n_128c_32MB.cm"
+cmake --build "$build" --target mroce-sim -j 2 >/dev/null
+sim="$build/tools/sim/mroce-sim"
+mpirun=$(command -v mpirun || true)
+launch=()
+if [ -n "$mpirun" ]; then
+  launch=("$mpirun")
+  version=$("$mpirun" --allow-run-as-root --version 2>&1 || true)
+  if [[ $version == *OpenRTE* || $version == *"Open MPI"* || $version == *open-mpi.org* ]]; then
+    launch+=(--allow-run-as-root --oversubscribe)
+  fi
+fi
+
+# One htsim_uec run, in a directory of its own (it writes its log into the current one).
+run_htsim() {
+  mkdir -p "$out/htsim"
+  if ! (cd "$out/htsim" && /usr/bin/time -v -o "$out/htime.txt" "$uec" \
+    -tm "$out/perm_128n_128c_32MB.cm" -topo "$topo" -end 1000000 >"$out/hout.txt" 2>&1); then
+    echo "run_perf.sh: htsim_uec failed: $(tail -1 "$out/hout.txt")" >&2
+    exit 1
+  fi
+  python3 - "$out/hout.txt" "$out/htime.txt" <<'PY' | tee -a "$out/rows"
+import re, sys
+text = open(sys.argv[1]).read()
+tm = open(sys.argv[2]).read()
+m = re.search(r"New: (\d+) Rtx: (\d+)", text)
+data = int(m.group(1)) + int(m.group(2))
+flows = len(re.findall(r"^Flow .* finished at", text, re.M))
+w = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", tm)
+wall = int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))
+rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1))
+print(f'{"htsim_uec":<10} {wall:10.2f} {"-":>12} {"-":>14} {data:12d} '
+      f'{data / wall:14.0f} {rss / 1024:10.1f} {flows == 128}')
+PY
+}
+
+rounds=${ROUNDS:-2}
+printf '%-10s %10s %12s %14s %12s %14s %10s %s\n' run wall_s events events/s data_pkts \
+  data_pkts/s rss_MB complete
+for ((i = 0; i < rounds; ++i)); do
+  run_htsim
+  run mroce "$sim" mroce
+  SIM_ARGS="--set partitions=$parts" run "mroce/$parts" "$sim" mroce
+  for n in ${RANKS:-}; do
+    if [ ${#launch[@]} -eq 0 ]; then
+      echo "run_perf.sh: RANKS given but no mpirun" >&2
+      break
+    fi
+    SIM_ARGS="--set partitions=$n" run "mroce/${n}r" "$sim" mroce "${launch[@]}" -np "$n"
+  done
+done
+
+# The table: ranges over the rounds, and each run's ratio to htsim's run of its round.
+python3 - "$out/rows" "$rounds" "$parts" "${RANKS:-}" <<'PY' >"$out/table.md"
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+rounds, parts, ranks = int(sys.argv[2]), sys.argv[3], sys.argv[4].split()
+per_round = len(rows) // rounds
+by_label, ratio = {}, {}
+for r in range(rounds):
+    chunk = rows[r * per_round:(r + 1) * per_round]
+    h = next(c for c in chunk if c[0] == "htsim_uec")
+    for c in chunk:
+        by_label.setdefault(c[0], []).append(c)
+        ratio.setdefault(c[0], []).append(float(c[5]) / float(h[5]))
+def rng(vals, fmt):
+    lo, hi = min(vals), max(vals)
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}–{fmt(hi)}"
+names = {"htsim_uec": "htsim_uec (UET, 1 thread)", "mroce": "mroce-sim, MetaRoCE, 1 thread",
+         f"mroce/{parts}": f"mroce-sim, MetaRoCE, {parts} partitions"}
+for n in ranks:
+    names[f"mroce/{n}r"] = f"mroce-sim, MetaRoCE, {n} MPI ranks"
+print("| run | wall s | events | data packets | data packets / wall s | x htsim | peak RSS MB | complete |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for label, runs in by_label.items():
+    col = lambda i: [float(x[i]) for x in runs]
+    events = "–" if runs[0][2] == "-" else rng(col(2), lambda v: f"{v / 1e6:.2f} M")
+    print(f"| {names.get(label, label)} | {rng(col(1), lambda v: f'{v:.2f}')} | {events} | "
+          f"{rng(col(4), lambda v: f'{v / 1e6:.3f} M')} | {rng(col(5), lambda v: f'{v / 1e3:.0f}k')} | "
+          f"{rng(ratio[label], lambda v: f'{v:.2f}')} | {rng(col(6), lambda v: f'{v:.0f}')} | "
+          f"{'yes' if all(x[7] == 'True' for x in runs) else 'no'} |")
+PY
+echo
+cat "$out/table.md"
+doc=docs/SIMULATOR.md
+if grep -q '<!-- htsim-table begin -->' "$doc"; then
+  python3 - "$doc" "$out/table.md" <<'PY'
+import sys
+doc, table = sys.argv[1], open(sys.argv[2]).read()
+text = open(doc).read()
+a = text.index("<!-- htsim-table begin -->") + len("<!-- htsim-table begin -->\n")
+b = text.index("<!-- htsim-table end -->")
+open(doc, "w").write(text[:a] + table + text[b:])
+PY
+  echo "(written into $doc)"
+fi

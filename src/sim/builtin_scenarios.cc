@@ -135,6 +135,62 @@ senders = 1000
 bytes = "256KiB"
 op = "read"
 )toml"},
+      {"scale-across",
+       "two k=4 fat-tree data centers joined by 4 long-haul links (400G, 1 ms one way), "
+       "ring all-reduce of 64 MiB over both (--set topology.long_haul_delay=10ms)",
+       R"toml(name = "scale-across"
+description = "2 data centers of 16 hosts (k=4 fat-trees), cores joined pairwise by 400 Gbit/s long-haul links of 1 ms one way with queues of one long-haul round trip; ring all-reduce of 64 MiB over all 32 hosts"
+[topology]
+kind = "fat_tree"
+k = 4
+data_centers = 2
+long_haul_rate = "400Gbps"
+long_haul_delay = "1ms"
+[output]
+sample_interval = "100us"
+[transport.roce]
+ack_timeout = "32ms"  # the 1 ms default is shorter than the long-haul round trip
+[[workload]]
+kind = "ring_allreduce"
+bytes = "64MiB"
+op = "send"
+)toml"},
+      {"scale-across-a2a",
+       "scale-across's two data centers, all-to-all of 4 MiB per pair (992 flows, "
+       "half of them across)",
+       R"toml(name = "scale-across-a2a"
+description = "2 data centers of 16 hosts (k=4 fat-trees), cores joined pairwise by 400 Gbit/s long-haul links of 1 ms one way with queues of one long-haul round trip; all-to-all of 4 MiB per pair"
+[topology]
+kind = "fat_tree"
+k = 4
+data_centers = 2
+long_haul_rate = "400Gbps"
+long_haul_delay = "1ms"
+[output]
+sample_interval = "100us"
+[transport.roce]
+ack_timeout = "32ms"  # the 1 ms default is shorter than the long-haul round trip
+[[workload]]
+kind = "all_to_all"
+bytes = "4MiB"
+)toml"},
+      {"kv-cache",
+       "KV-cache reads: 16 readers on a k=8 fat-tree each READ from 32 of the 112 storage "
+       "hosts at once, 4 READs of 16 KiB to 1 MiB per pair",
+       R"toml(name = "kv-cache"
+description = "128-host k=8 fat-tree; 16 readers spread over the pods each READ at once from 32 storage hosts drawn at random, 4 READs per pair back to back, sizes drawn from 16 KiB, 128 KiB and 1 MiB"
+[topology]
+kind = "fat_tree"
+k = 8
+[output]
+sample_interval = "5us"
+[[workload]]
+kind = "kv_cache"
+readers = 16
+fanout = 32
+messages = 4
+sizes = "16KiB, 128KiB, 1MiB"
+)toml"},
   };
   return kScenarios;
 }

@@ -1,7 +1,8 @@
 // Packets (and PFC frames) in flight from one partition of the network to another (a
-// run split over threads). The sending partition appends them during a window; after
-// the barrier that ends it, the receiving partition copies each packet into its own pool
-// and schedules its arrival. Every link between partitions is longer than a window, so none is due
+// run split over threads or ranks). The sending partition appends them during a window;
+// after the barrier that ends it (and, between ranks, the exchange that carries them
+// over), the receiving partition copies each packet into its own pool and schedules its
+// arrival. Every link between partitions is longer than a window, so none is due
 // before it is delivered.
 #pragma once
 
@@ -58,7 +59,6 @@ class Crossing {
 
   SimContext& to() const { return to_; }
 
- private:
   struct Item {
     SimTime at;
     EventHandler* handler;
@@ -67,7 +67,17 @@ class Crossing {
     Packet packet;
     std::uint8_t header[kMaxHeaderBytes];
   };
+  // Between ranks: the sender's side reads and clears what was sent; the receiver's
+  // side appends it, in the order it was sent, before deliver().
+  std::vector<Item>& items() { return items_; }
+  // When the first of what is waiting is due (kSimNever: nothing waits).
+  SimTime earliest() const {
+    SimTime t = kSimNever;
+    for (const Item& item : items_) t = item.at < t ? item.at : t;
+    return t;
+  }
 
+ private:
   SimContext& from_;
   SimContext& to_;
   std::vector<Item> items_;

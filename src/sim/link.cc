@@ -110,6 +110,7 @@ void Link::start(SimTime now, PacketId p) {
   Packet& pkt = ctx_.packets[p];
   busy_until_ = now + serialization(pkt);
   in_service_bytes_ = pkt.frame_bytes;
+  if (params_.queue.ecn_at_dequeue) mark(pkt, queued_bytes_);
   ++tx_packets_;
   tx_bytes_ += pkt.frame_bytes;
   // The owner may refill this queue from here: busy_until_ is already set.

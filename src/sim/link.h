@@ -28,6 +28,10 @@ struct QueueConfig {
   std::uint64_t ecn_min_bytes = 0;
   std::uint64_t ecn_max_bytes = 0;
   double ecn_max_prob = 1.0;  // marking probability reached at ecn_max_bytes (then 1)
+  // Mark when a packet starts on the wire, on the bytes it leaves queued behind it
+  // (htsim's choice), instead of on arrival on the bytes ahead of it. Needs a queue
+  // that holds its packets (not scheduled).
+  bool ecn_at_dequeue = false;
 };
 
 enum class LinkState : std::uint8_t {
@@ -146,13 +150,16 @@ class alignas(64) Link final : public EventHandler {
       tail_drop(p);
       return false;
     }
+    if (!params_.queue.ecn_at_dequeue) mark(pkt, occupancy);
+    if (after > window_max_) window_max_ = after;
+    return true;
+  }
+  void mark(Packet& pkt, std::uint64_t occupancy) {
     if (occupancy >= mark_from_ && (pkt.ecn == Ecn::kEct0 || pkt.ecn == Ecn::kEct1) &&
         should_mark(occupancy)) {
       pkt.ecn = Ecn::kCe;
       ++stats_.ecn_marks;
     }
-    if (after > window_max_) window_max_ = after;
-    return true;
   }
   void tail_drop(PacketId p);
   SimTime serialization(const Packet& pkt) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "sim/errors.h"
@@ -29,7 +30,10 @@ constexpr std::uint32_t kUnreached = ~std::uint32_t{0};
 
 Network::Network(std::vector<SimContext*> partitions, const NetworkConfig& config)
     : parts_(std::move(partitions)), config_(config), graph_(build_topology(config.topology)) {
-  if (config_.switches.pfc.enabled) config_.queue.limit_bytes = 0;  // lossless egress
+  if (config_.switches.pfc.enabled) {  // lossless egress
+    config_.queue.limit_bytes = 0;
+    config_.long_haul_queue.limit_bytes = 0;
+  }
   const auto n = static_cast<std::uint32_t>(parts_.size());
   if (n == 0 || n > graph_.leaves.size()) {
     throw ConfigError("partitions = " + std::to_string(n) + ", but the fabric has " +
@@ -90,9 +94,18 @@ LinkParams Network::fabric_link_params() const {
   return lp;
 }
 
+LinkParams Network::long_haul_link_params() const {
+  LinkParams lp = fabric_link_params();
+  lp.rate_bps = config_.topology.long_haul_rate_bps;
+  lp.delay = config_.topology.long_haul_delay;
+  lp.queue = config_.long_haul_queue;
+  return lp;
+}
+
 bool Network::switch_queues_scheduled() const {
   // Nothing pauses them and their switch needs no word of departures.
-  return !config_.switches.pfc.enabled && config_.switches.shared_buffer_bytes == 0;
+  return !config_.switches.pfc.enabled && config_.switches.shared_buffer_bytes == 0 &&
+         !config_.queue.ecn_at_dequeue;
 }
 
 Link* Network::add_link(const LinkParams& params, Node* from, std::uint16_t from_port, Node* to,
@@ -102,7 +115,10 @@ Link* Network::add_link(const LinkParams& params, Node* from, std::uint16_t from
   const std::uint32_t a = partition_of(info.from_tier, info.from);
   const std::uint32_t b = partition_of(info.to_tier, info.to);
   Link* link = &links_.emplace_back(*parts_[a], lp, from, from_port, to, to_port);
+  link_part_.push_back(a);
+  link_by_index_.push_back(link);
   if (a != b) {
+    crossing_link_.emplace(link, static_cast<std::uint32_t>(link_by_index_.size() - 1));
     link->set_crossing(crossings_[a * partitions() + b].get(),
                        crossings_[b * partitions() + a].get());
     lookahead_ = std::min(lookahead_, lp.delay);
@@ -126,10 +142,11 @@ void Network::build_plane(std::uint32_t plane) {
     const auto lo_port = static_cast<std::uint16_t>(lo.port_count());
     const auto hi_port = static_cast<std::uint16_t>(hi.port_count());
     const std::uint8_t lt = graph_.tier[cable.lower], ht = graph_.tier[cable.upper];
-    Link* up = add_link(fabric_link_params(), &lo, lo_port, &hi, hi_port,
-                        {nullptr, p8, lt, ht, cable.lower, cable.upper});
-    Link* down = add_link(fabric_link_params(), &hi, hi_port, &lo, lo_port,
-                          {nullptr, p8, ht, lt, cable.upper, cable.lower});
+    const LinkParams lp = cable.long_haul ? long_haul_link_params() : fabric_link_params();
+    Link* up =
+        add_link(lp, &lo, lo_port, &hi, hi_port, {nullptr, p8, lt, ht, cable.lower, cable.upper});
+    Link* down =
+        add_link(lp, &hi, hi_port, &lo, lo_port, {nullptr, p8, ht, lt, cable.upper, cable.lower});
     lo.add_port(up, down);
     hi.add_port(down, up);
     if (plane == 0) {
@@ -223,6 +240,63 @@ void Network::deliver_crossings(std::uint32_t to) {
   }
 }
 
+void Network::set_local_partitions(std::uint32_t first, std::uint32_t end) {
+  local_first_ = first;
+  local_end_ = end;
+}
+
+void Network::write_crossings(std::uint32_t from, std::uint32_t to, Writer& w) {
+  auto& items = crossings_[from * partitions() + to]->items();
+  if (items.empty()) return;
+  w.put(from);
+  w.put(to);
+  w.put<std::uint64_t>(items.size());
+  for (const Crossing::Item& item : items) {
+    w.put(item.at);
+    w.put(crossing_link_.at(item.handler));
+    w.put(item.arg);
+    w.put<std::uint8_t>(item.has_packet);
+    if (!item.has_packet) continue;
+    w.put(item.packet);
+    w.put_bytes(item.header, item.packet.header_len());
+  }
+  items.clear();
+}
+
+SimTime Network::earliest_crossing(std::uint32_t from) const {
+  SimTime t = kSimNever;
+  for (std::uint32_t to = 0; to < partitions(); ++to) {
+    if (to != from) t = std::min(t, crossings_[from * partitions() + to]->earliest());
+  }
+  return t;
+}
+
+void Network::read_crossings(Reader& r) {
+  while (!r.done()) {
+    const auto from = r.get<std::uint32_t>();
+    const auto to = r.get<std::uint32_t>();
+    if (from >= partitions() || to >= partitions() || from == to || !local_partition(to)) {
+      throw std::runtime_error("packets between ranks for a partition this rank does not run");
+    }
+    auto& items = crossings_[from * partitions() + to]->items();
+    for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+      Crossing::Item& item = items.emplace_back();
+      item.at = r.get<SimTime>();
+      const auto link = r.get<std::uint32_t>();
+      if (link >= link_by_index_.size()) throw std::runtime_error("a crossing names no link");
+      item.handler = link_by_index_[link];
+      item.arg = r.get<std::uint64_t>();
+      item.has_packet = r.get<std::uint8_t>() != 0;
+      if (!item.has_packet) continue;
+      item.packet = r.get<Packet>();
+      if (item.packet.header_len() > kMaxHeaderBytes) {
+        throw std::runtime_error("a crossing packet's header is too long");
+      }
+      r.get_bytes(item.header, item.packet.header_len());
+    }
+  }
+}
+
 void Network::recompute_routes(std::uint32_t plane) {
   std::vector<RouteTable> tables = compute_routes(plane);
   for (std::uint32_t s = 0; s < graph_.switches(); ++s) {
@@ -230,14 +304,16 @@ void Network::recompute_routes(std::uint32_t plane) {
   }
 }
 
-SimTime base_rtt(const TopologySpec& t, std::uint32_t max_hops) {
-  const std::uint32_t fabric_hops = max_hops >= 2 ? max_hops - 2 : 0;
-  return 2 * (2 * t.host_delay + fabric_hops * t.fabric_delay);
+SimTime base_rtt(const TopologySpec& t, std::uint32_t max_hops, std::uint32_t long_haul_hops) {
+  const std::uint32_t fabric_hops =
+      max_hops >= 2 + long_haul_hops ? max_hops - 2 - long_haul_hops : 0;
+  return 2 * (2 * t.host_delay + fabric_hops * t.fabric_delay + long_haul_hops * t.long_haul_delay);
 }
 
-std::uint64_t bdp_bytes(const TopologySpec& t, std::uint32_t max_hops) {
+std::uint64_t bdp_bytes(const TopologySpec& t, std::uint32_t max_hops,
+                        std::uint32_t long_haul_hops) {
   const unsigned __int128 bits =
-      static_cast<unsigned __int128>(t.host_rate_bps) * base_rtt(t, max_hops);
+      static_cast<unsigned __int128>(t.host_rate_bps) * base_rtt(t, max_hops, long_haul_hops);
   return static_cast<std::uint64_t>(bits / 8 / kSec);
 }
 

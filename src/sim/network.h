@@ -8,12 +8,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/context.h"
 #include "sim/crossing.h"
 #include "sim/host.h"
 #include "sim/link.h"
+#include "sim/ranks.h"
 #include "sim/switch.h"
 #include "sim/topology.h"
 
@@ -28,7 +30,8 @@ const char* to_string(LossScope);
 
 struct NetworkConfig {
   TopologySpec topology;
-  QueueConfig queue;  // every switch output queue (limit ignored with PFC on: lossless)
+  QueueConfig queue;            // every switch output queue (limit ignored with PFC on: lossless)
+  QueueConfig long_haul_queue;  // the output queues onto long-haul links, likewise
   SwitchConfig switches;
   std::uint32_t nic_queue_packets = 2;  // per plane, waiting packets a host NIC holds
   double loss_rate = 0;
@@ -36,10 +39,13 @@ struct NetworkConfig {
   std::uint64_t seed = 1;
 };
 
-// Propagation-only round trip over a path of `max_hops` links (two of them host links),
-// and its bandwidth-delay product at the host link rate.
-SimTime base_rtt(const TopologySpec& spec, std::uint32_t max_hops);
-std::uint64_t bdp_bytes(const TopologySpec& spec, std::uint32_t max_hops);
+// Propagation-only round trip over a path of `max_hops` links (two of them host links,
+// `long_haul_hops` of them long-haul), and its bandwidth-delay product at the host
+// link rate.
+SimTime base_rtt(const TopologySpec& spec, std::uint32_t max_hops,
+                 std::uint32_t long_haul_hops = 0);
+std::uint64_t bdp_bytes(const TopologySpec& spec, std::uint32_t max_hops,
+                        std::uint32_t long_haul_hops = 0);
 
 // Where a link sits, for statistics and failures.
 struct LinkInfo {
@@ -78,8 +84,12 @@ class Network {
 
   // Propagation-only round trip over the longest path, and its bandwidth-delay
   // product at the host link rate.
-  SimTime base_rtt() const { return sim::base_rtt(config_.topology, graph_.max_hops); }
-  std::uint64_t bdp_bytes() const { return sim::bdp_bytes(config_.topology, graph_.max_hops); }
+  SimTime base_rtt() const {
+    return sim::base_rtt(config_.topology, graph_.max_hops, graph_.long_haul_hops);
+  }
+  std::uint64_t bdp_bytes() const {
+    return sim::bdp_bytes(config_.topology, graph_.max_hops, graph_.long_haul_hops);
+  }
 
   std::uint32_t partitions() const { return static_cast<std::uint32_t>(parts_.size()); }
   std::uint32_t partition_of_host(std::uint32_t h) const {
@@ -90,6 +100,24 @@ class Network {
   SimTime lookahead() const { return lookahead_; }
   // Moves the packets sent toward partition `to` in the last window into its queue.
   void deliver_crossings(std::uint32_t to);
+
+  // A run over ranks: this process runs partitions [first, end) and holds the others
+  // idle. Statistics count what the local partitions own: hosts, switches and the links
+  // they send on. By default every partition is local.
+  void set_local_partitions(std::uint32_t first, std::uint32_t end);
+  bool local_partition(std::uint32_t p) const { return p >= local_first_ && p < local_end_; }
+  bool host_local(std::uint32_t h) const { return local_partition(partition_of_host(h)); }
+  bool link_local(std::size_t i) const { return local_partition(link_part_[i]); }
+  bool switch_local(std::size_t global) const {
+    return local_partition(switch_part_[global % graph_.switches()]);
+  }
+  // What local partition `from` sent toward partition `to` in the last window, appended
+  // to `w` and taken out of the crossing; read_crossings() puts it into the same
+  // crossing in the process that runs `to`.
+  void write_crossings(std::uint32_t from, std::uint32_t to, Writer& w);
+  void read_crossings(Reader& r);
+  // When the first packet or frame partition `from` sent in the last window is due.
+  SimTime earliest_crossing(std::uint32_t from) const;
 
   std::optional<std::uint32_t> find_switch(const std::string& name) const;
   // Link sets for failures (both directions).
@@ -108,6 +136,7 @@ class Network {
                  std::uint16_t to_port, const LinkInfo& info);
   LinkParams host_link_params(bool uplink) const;
   LinkParams fabric_link_params() const;
+  LinkParams long_haul_link_params() const;
   bool switch_queues_scheduled() const;
   std::vector<RouteTable> compute_routes(std::uint32_t plane) const;
 
@@ -118,7 +147,12 @@ class Network {
   std::vector<SimContext*> parts_;
   NetworkConfig config_;
   TopologyGraph graph_;
-  std::vector<std::uint32_t> switch_part_;            // per switch of a plane
+  std::vector<std::uint32_t> switch_part_;  // per switch of a plane
+  std::vector<std::uint32_t> link_part_;    // per link: its sending end's
+  std::uint32_t local_first_ = 0, local_end_ = ~std::uint32_t{0};
+  // Links between partitions, by number: their crossings name them between ranks.
+  std::unordered_map<const EventHandler*, std::uint32_t> crossing_link_;
+  std::vector<Link*> link_by_index_;
   std::vector<std::unique_ptr<Crossing>> crossings_;  // [from * partitions + to]
   SimTime lookahead_ = kSimNever;
   HostMap host_map_;

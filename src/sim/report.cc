@@ -102,13 +102,12 @@ ordered_json run_json(const RunResult& r) {
   for (int d = 0; d < static_cast<int>(DropReason::kCount); ++d) {
     if (t.drops[d]) tdrops[to_string(static_cast<DropReason>(d))] = t.drops[d];
   }
-  j["transport_counters"] = {{"tx_packets", t.tx_packets},
-                             {"tx_bytes", t.tx_bytes},
-                             {"tx_data_packets", t.tx_data_packets},
-                             {"tx_retransmits", t.tx_retransmits},
-                             {"rx_packets", t.rx_packets},
-                             {"rx_ce_packets", t.rx_ce_packets},
-                             {"drops", tdrops}};
+  j["transport_counters"] = {
+      {"tx_packets", t.tx_packets},           {"tx_bytes", t.tx_bytes},
+      {"tx_data_packets", t.tx_data_packets}, {"tx_retransmits", t.tx_retransmits},
+      {"rx_packets", t.rx_packets},           {"rx_ce_packets", t.rx_ce_packets},
+      {"path_failures", t.path_failures},     {"reentropies", t.reentropies},
+      {"paths_home", t.paths_home},           {"drops", tdrops}};
   j["transport_events"] = r.transport_events;
   ordered_json fails = ordered_json::array();
   for (const auto& f : r.failures) fails.push_back({{"time_us", us(f.time)}, {"what", f.what}});
@@ -133,7 +132,9 @@ ordered_json run_json(const RunResult& r) {
                     {"data_packets_per_second", static_cast<double>(r.data_packets_sent) / wall},
                     {"payload_bytes_delivered", r.payload_bytes_delivered},
                     {"packet_pool", r.peak_packets},
-                    {"peak_rss_bytes", r.peak_rss_bytes}};
+                    {"peak_rss_bytes", r.peak_rss_bytes},
+                    {"windows", r.windows},
+                    {"rank_sync_seconds", r.rank_sync_seconds}};
   return j;
 }
 
@@ -219,7 +220,11 @@ std::string to_json(const Scenario& s, const std::vector<RunResult>& runs) {
                      {"host_link_gbps", static_cast<double>(t.host_rate_bps) / 1e9},
                      {"fabric_link_gbps", static_cast<double>(t.fabric_rate_bps) / 1e9},
                      {"host_link_delay_us", us(t.host_delay)},
-                     {"fabric_link_delay_us", us(t.fabric_delay)}}},
+                     {"fabric_link_delay_us", us(t.fabric_delay)},
+                     {"data_centers", t.data_centers},
+                     {"long_haul_gbps",
+                      t.data_centers > 1 ? static_cast<double>(t.long_haul_rate_bps) / 1e9 : 0.0},
+                     {"long_haul_delay_us", t.data_centers > 1 ? us(t.long_haul_delay) : 0.0}}},
                    {"loss_rate", s.network.loss_rate},
                    {"loss_scope", to_string(s.network.loss_scope)},
                    {"failures", s.failures.size()}};
@@ -458,7 +463,8 @@ std::string text_summary(const RunResult& r) {
   const double wall = r.wall_seconds > 0 ? r.wall_seconds : 1e-9;
   std::snprintf(buf, sizeof buf,
                 "  drops %llu (queue %llu, loss %llu, failure %llu)  retransmits %llu  max queue "
-                "%s  PFC pauses %llu\n  simulator: %.2fM events/s, %.0fK data packets/s, peak RSS "
+                "%s  PFC pauses %llu\n  paths failed %llu  re-entropies %llu  paths home %llu\n"
+                "  simulator: %.2fM events/s, %.0fK data packets/s, peak RSS "
                 "%.0f MB\n",
                 static_cast<unsigned long long>(r.drops.total()),
                 static_cast<unsigned long long>(r.drops[DropCause::kQueueFull]) +
@@ -468,6 +474,9 @@ std::string text_summary(const RunResult& r) {
                     r.drops[DropCause::kLinkDown] + r.drops[DropCause::kNoRoute],
                 static_cast<unsigned long long>(r.transport_totals.tx_retransmits),
                 format_bytes(max_q).c_str(), static_cast<unsigned long long>(r.pause_frames),
+                static_cast<unsigned long long>(r.transport_totals.path_failures),
+                static_cast<unsigned long long>(r.transport_totals.reentropies),
+                static_cast<unsigned long long>(r.transport_totals.paths_home),
                 static_cast<double>(r.events) / wall / 1e6,
                 static_cast<double>(r.data_packets_sent) / wall / 1e3,
                 static_cast<double>(r.peak_rss_bytes) / 1e6);

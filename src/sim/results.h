@@ -82,6 +82,9 @@ struct TransportTotals {
   std::uint64_t tx_retransmits = 0;
   std::uint64_t rx_packets = 0;
   std::uint64_t rx_ce_packets = 0;
+  std::uint64_t path_failures = 0;  // paths declared failed
+  std::uint64_t reentropies = 0;    // new source ports taken
+  std::uint64_t paths_home = 0;     // paths brought back to their home port
   std::array<std::uint64_t, static_cast<int>(DropReason::kCount)> drops{};
 };
 
@@ -104,6 +107,10 @@ struct RunResult {
   std::uint64_t payload_bytes_delivered = 0;
   std::uint64_t peak_packets = 0;  // pool capacity reached
   std::uint64_t peak_rss_bytes = 0;
+  // Partitioned runs: windows run, and (over ranks) the first rank's wall time in the
+  // exchanges between windows, waiting for the other ranks included.
+  std::uint64_t windows = 0;
+  double rank_sync_seconds = 0;
   std::uint64_t hosts = 0;
   std::uint64_t switches = 0;
   std::uint64_t links = 0;

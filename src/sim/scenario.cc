@@ -1,11 +1,14 @@
 #include "sim/scenario.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include <toml++/toml.h>
 
+#include "sim/addressing.h"
 #include "sim/errors.h"
+#include "sim/units.h"
 
 namespace mroce::sim {
 
@@ -19,6 +22,8 @@ const char* to_string(WorkloadKind k) {
       return "all_to_all";
     case WorkloadKind::kRingAllReduce:
       return "ring_allreduce";
+    case WorkloadKind::kKvCache:
+      return "kv_cache";
   }
   return "?";
 }
@@ -92,8 +97,8 @@ std::vector<const toml::table*> tables(const toml::table& t, const char* key) {
   return out;
 }
 
-WrOpcode parse_op(Params& p) {
-  std::string op = p.get_choice("op", "write", {"write", "write_imm", "send", "read"});
+WrOpcode parse_op(Params& p, const char* def = "write") {
+  std::string op = p.get_choice("op", def, {"write", "write_imm", "send", "read"});
   if (op == "write_imm") return WrOpcode::kRdmaWriteWithImm;
   if (op == "send") return WrOpcode::kSend;
   if (op == "read") return WrOpcode::kRdmaRead;
@@ -105,7 +110,7 @@ void read_topology(const toml::table* t, Scenario& s) {
   TopologySpec& spec = s.network.topology;
   std::string kind = p.get_choice("kind", "fat_tree", {"fat_tree", "leaf_spine"});
   spec.kind = kind == "fat_tree" ? TopologyKind::kFatTree : TopologyKind::kLeafSpine;
-  spec.hosts = static_cast<std::uint32_t>(p.get_uint("hosts", 0, 0, 65535));
+  spec.hosts = static_cast<std::uint32_t>(p.get_uint("hosts", 0, 0, kMaxHosts));
   spec.planes = static_cast<std::uint32_t>(p.get_uint("planes", 1, 1, 8));
   spec.oversubscription = static_cast<std::uint32_t>(p.get_uint("oversubscription", 1, 1, 64));
   spec.k = static_cast<std::uint32_t>(p.get_uint("k", 8, 2, 128));
@@ -118,6 +123,10 @@ void read_topology(const toml::table* t, Scenario& s) {
   const SimTime delay = p.get_time("link_delay", kUs);
   spec.host_delay = p.get_time("host_link_delay", delay);
   spec.fabric_delay = p.get_time("fabric_link_delay", delay);
+  spec.data_centers = static_cast<std::uint32_t>(p.get_uint("data_centers", 1, 1, 2));
+  spec.long_haul_links = static_cast<std::uint32_t>(p.get_uint("long_haul_links", 1, 1, 64));
+  spec.long_haul_rate_bps = p.get_rate("long_haul_rate", 400'000'000'000);
+  spec.long_haul_delay = p.get_time("long_haul_delay", kMs);
   p.reject_unused();
 }
 
@@ -125,12 +134,16 @@ void read_queue(const toml::table* t, Scenario& s) {
   Params p = t ? scalars(*t, "queue") : Params("queue");
   s.queue_bdp = p.get_double("bdp", 1.0, 0.01, 1000);
   s.queue_bytes = p.get_bytes("bytes", 0);
+  s.long_haul_queue_bdp = p.get_double("long_haul_bdp", 1.0, 0.01, 1000);
+  s.long_haul_queue_bytes = p.get_bytes("long_haul_bytes", 0);
   s.network.queue.ecn = p.get_bool("ecn", true);
   s.ecn_min_bytes = p.get_bytes("ecn_min", 0);
   s.ecn_max_bytes = p.get_bytes("ecn_max", 0);
   s.ecn_min_fraction = p.get_double("ecn_min_fraction", 0.2, 0, 1);
   s.ecn_max_fraction = p.get_double("ecn_max_fraction", 0.8, 0, 1);
   s.network.queue.ecn_max_prob = p.get_double("ecn_max_prob", 1.0, 0, 1);
+  s.network.queue.ecn_at_dequeue =
+      p.get_choice("ecn_at", "enqueue", {"enqueue", "dequeue"}) == "dequeue";
   s.network.switches.shared_buffer_bytes = p.get_bytes("shared_buffer", 0);
   s.network.nic_queue_packets = static_cast<std::uint32_t>(p.get_uint("nic_packets", 2, 1, 4096));
   p.reject_unused();
@@ -168,7 +181,7 @@ void read_output(const toml::table* t, Scenario& s) {
   Params p = t ? scalars(*t, "output") : Params("output");
   s.output.sample_interval = p.get_time("sample_interval", 10 * kUs);
   if (s.output.sample_interval < kNs) throw ConfigError("output.sample_interval must be >= 1ns");
-  s.output.trace_host = static_cast<std::uint32_t>(p.get_uint("trace_host", 0, 0, 65535));
+  s.output.trace_host = static_cast<std::uint32_t>(p.get_uint("trace_host", 0, 0, kMaxHosts));
   s.output.trace_connections =
       static_cast<std::uint32_t>(p.get_uint("trace_connections", 2, 0, 1024));
   p.reject_unused();
@@ -193,27 +206,51 @@ WorkloadSpec read_workload(const toml::table& t, std::size_t index) {
   const std::string prefix = "workload." + std::to_string(index);
   Params p = scalars(t, prefix);
   WorkloadSpec w;
-  std::string kind =
-      p.get_choice("kind", "", {"permutation", "incast", "all_to_all", "ring_allreduce"});
+  std::string kind = p.get_choice(
+      "kind", "", {"permutation", "incast", "all_to_all", "ring_allreduce", "kv_cache"});
   w.kind = kind == "permutation"  ? WorkloadKind::kPermutation
            : kind == "incast"     ? WorkloadKind::kIncast
            : kind == "all_to_all" ? WorkloadKind::kAllToAll
+           : kind == "kv_cache"   ? WorkloadKind::kKvCache
                                   : WorkloadKind::kRingAllReduce;
   w.name = p.get_string("name", kind);
-  w.hosts = static_cast<std::uint32_t>(p.get_uint("hosts", 0, 0, 65535));
+  w.hosts = static_cast<std::uint32_t>(p.get_uint("hosts", 0, 0, kMaxHosts));
   w.bytes = p.get_bytes("bytes", 1 << 20);
   if (w.bytes == 0 || w.bytes > 0xffffffffull) {
     throw ConfigError(p.name("bytes") + ": messages must be 1 byte to 4GiB-1");
   }
-  w.op = parse_op(p);
+  w.op = parse_op(p, w.kind == WorkloadKind::kKvCache ? "read" : "write");
   w.start = p.get_time("start", 0);
   w.jitter = p.get_time("jitter", 0);
   w.messages = static_cast<std::uint32_t>(p.get_uint("messages", 1, 1, 1'000'000));
-  w.senders = static_cast<std::uint32_t>(p.get_uint("senders", 0, 0, 65535));
-  w.receiver = static_cast<std::uint32_t>(p.get_uint("receiver", 0, 0, 65535));
+  w.senders = static_cast<std::uint32_t>(p.get_uint("senders", 0, 0, kMaxHosts));
+  w.peers = static_cast<std::uint32_t>(p.get_uint("peers", 0, 0, kMaxHosts));
+  w.receiver = static_cast<std::uint32_t>(p.get_uint("receiver", 0, 0, kMaxHosts));
   w.iterations = static_cast<std::uint32_t>(p.get_uint("iterations", 1, 1, 100000));
   w.per_plane = p.get_bool("per_plane", false);
+  w.readers = static_cast<std::uint32_t>(p.get_uint("readers", 0, 0, kMaxHosts));
+  w.fanout = static_cast<std::uint32_t>(p.get_uint("fanout", 0, 0, kMaxHosts));
+  const std::string sizes = p.get_string("sizes", "");
   p.reject_unused();
+  for (std::size_t at = 0; !sizes.empty() && at <= sizes.size();) {
+    const std::size_t comma = std::min(sizes.find(',', at), sizes.size());
+    std::string item = sizes.substr(at, comma - at);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    const auto b = parse_bytes(item);
+    if (!b || *b == 0 || *b > 0xffffffffull) {
+      throw ConfigError(p.name("sizes") + ": '" + item +
+                        "' is no message size (a list like \"16KiB, 256KiB, 2MiB\")");
+    }
+    w.sizes.push_back(*b);
+    at = comma + 1;
+  }
+  if (!w.sizes.empty() && w.kind != WorkloadKind::kKvCache) {
+    throw ConfigError(p.name("sizes") + ": only kv_cache draws sizes from a list");
+  }
+  if (w.kind == WorkloadKind::kKvCache && (w.readers == 0 || w.fanout == 0)) {
+    throw ConfigError(prefix + ": kv_cache needs readers and fanout");
+  }
   if (w.kind == WorkloadKind::kRingAllReduce && w.op != WrOpcode::kSend &&
       w.op != WrOpcode::kRdmaWriteWithImm) {
     throw ConfigError(prefix +
@@ -235,7 +272,7 @@ FailureSpec read_failure(const toml::table& t, std::size_t index) {
   f.plane = static_cast<std::uint32_t>(p.get_uint("plane", 0, 0, 7));
   f.node = p.get_string("node", "");
   f.peer = p.get_string("peer", "");
-  f.host = static_cast<std::uint32_t>(p.get_uint("host", 0, 0, 65535));
+  f.host = static_cast<std::uint32_t>(p.get_uint("host", 0, 0, kMaxHosts));
   f.visible = p.get_choice("mode", "silent", {"silent", "visible"}) == "visible";
   f.at = p.get_time("at", 0);
   f.recover = p.get_time("recover", kSimNever);

@@ -15,7 +15,13 @@
 
 namespace mroce::sim {
 
-enum class WorkloadKind : std::uint8_t { kPermutation, kIncast, kAllToAll, kRingAllReduce };
+enum class WorkloadKind : std::uint8_t {
+  kPermutation,
+  kIncast,
+  kAllToAll,
+  kRingAllReduce,
+  kKvCache,
+};
 const char* to_string(WorkloadKind);
 
 struct WorkloadSpec {
@@ -28,8 +34,13 @@ struct WorkloadSpec {
   SimTime jitter = 0;            // each flow starts uniformly in [start, start + jitter)
   std::uint32_t messages = 1;    // messages per pair, back to back (not ring)
   std::uint32_t senders = 0;     // incast: 0 means every other participant
+  std::uint32_t peers = 0;       // all_to_all: peers each host sends to, 0 means all
   std::uint32_t receiver = 0;    // incast
   std::uint32_t iterations = 1;  // ring all-reduce
+  std::uint32_t readers = 0;     // kv_cache: hosts that read, spread evenly over the hosts
+  std::uint32_t fanout = 0;      // kv_cache: storage hosts each reader reads from at once
+  // kv_cache: READ sizes, each READ drawing one uniformly (empty: `bytes` alone).
+  std::vector<std::uint64_t> sizes;
   // One stream per plane between each pair, bound to that plane, every message split
   // evenly across them (as a collective library drives one RoCE QP per NIC). Off: one
   // stream per pair, the transport picks planes. mroce-sim turns it on for transports
@@ -74,6 +85,11 @@ struct Scenario {
   NetworkConfig network;
   double queue_bdp = 1.0;         // queue size in bandwidth-delay products, unless
   std::uint64_t queue_bytes = 0;  // a size is given
+  // Queues onto long-haul links: in bandwidth-delay products of the long-haul round
+  // trip at the long-haul rate, unless a size is given. ECN thresholds take the same
+  // fractions of them as of the others.
+  double long_haul_queue_bdp = 1.0;
+  std::uint64_t long_haul_queue_bytes = 0;
   double ecn_min_fraction = 0.2;  // of the queue, unless sizes are given
   double ecn_max_fraction = 0.8;
   std::uint64_t ecn_min_bytes = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -62,7 +63,7 @@ NetworkConfig resolve_network(const Scenario& s, const TransportInfo& transport)
   std::uint64_t queue = s.queue_bytes;
   if (queue == 0) {
     queue = static_cast<std::uint64_t>(s.queue_bdp *
-                                       static_cast<double>(bdp_bytes(c.topology, g.max_hops)));
+                                       static_cast<double>(bdp_bytes(c.topology, g.dc_max_hops)));
   }
   queue = std::max(queue, 2 * frame);
   c.queue.limit_bytes = queue;
@@ -71,6 +72,19 @@ NetworkConfig resolve_network(const Scenario& s, const TransportInfo& transport)
   c.queue.ecn_max_bytes =
       s.ecn_max_bytes ? s.ecn_max_bytes : static_cast<std::uint64_t>(s.ecn_max_fraction * queue);
   if (c.queue.ecn_max_bytes < c.queue.ecn_min_bytes) c.queue.ecn_max_bytes = c.queue.ecn_min_bytes;
+  // Long-haul queues: one round trip of the long-haul link at its rate by default.
+  std::uint64_t lh = s.long_haul_queue_bytes;
+  if (lh == 0) {
+    const unsigned __int128 bits = static_cast<unsigned __int128>(c.topology.long_haul_rate_bps) *
+                                   (2 * c.topology.long_haul_delay);
+    lh = static_cast<std::uint64_t>(
+        s.long_haul_queue_bdp * static_cast<double>(static_cast<std::uint64_t>(bits / 8 / kSec)));
+  }
+  lh = std::max(lh, 2 * frame);
+  c.long_haul_queue = c.queue;
+  c.long_haul_queue.limit_bytes = lh;
+  c.long_haul_queue.ecn_min_bytes = static_cast<std::uint64_t>(s.ecn_min_fraction * lh);
+  c.long_haul_queue.ecn_max_bytes = static_cast<std::uint64_t>(s.ecn_max_fraction * lh);
   const bool pfc = s.pfc == PfcMode::kOn || (s.pfc == PfcMode::kAuto && transport.wants_pfc);
   c.switches.pfc.enabled = pfc;
   if (pfc) {
@@ -84,9 +98,21 @@ NetworkConfig resolve_network(const Scenario& s, const TransportInfo& transport)
   return c;
 }
 
-// Takes a sample of throughput, queues and traced paths every interval.
+// Takes a sample of throughput, queues and traced paths every interval. Over ranks,
+// each process samples what it owns at the same times, and the run adds the samples up
+// at the end.
 class Simulation::Sampler final : public EventHandler {
  public:
+  // Totals so far (rx, done, drops) and levels now (paused, live) of one sample.
+  struct Raw {
+    SimTime time = 0;
+    std::uint64_t rx = 0;
+    std::uint64_t done = 0;
+    std::uint64_t drops = 0;
+    std::uint64_t paused = 0;
+    std::uint64_t live = 0;
+  };
+
   explicit Sampler(Simulation& sim) : sim_(sim) {}
 
   void start() { sim_.context().events.schedule(interval(), this); }
@@ -102,37 +128,57 @@ class Simulation::Sampler final : public EventHandler {
   void take(SimTime now) {
     if (now <= last_) return;
     Network& net = *sim_.network_;
-    std::uint64_t rx = 0;
-    for (std::uint32_t h = 0; h < net.host_count(); ++h) rx += net.host(h).stats().rx_payload_bytes;
-    const std::uint64_t done = sim_.traffic_->completed_bytes();
-    const std::uint64_t drops = sim_.drops().total();
-    Sample s;
+    Raw s;
     s.time = now;
-    s.rx_gbps = gbps(rx - last_rx_, now - last_);
-    s.goodput_gbps = gbps(done - last_done_, now - last_);
-    s.drops = drops - last_drops_;
-    s.packets_in_network = sim_.live_packets();
-    std::vector<std::uint64_t> class_max(sim_.link_class_names_.size(), 0);
+    for (std::uint32_t h = 0; h < net.host_count(); ++h) {
+      if (net.host_local(h)) s.rx += net.host(h).stats().rx_payload_bytes;
+    }
+    s.done = sim_.traffic_->completed_bytes();
+    s.drops = sim_.drops().total();
+    s.live = sim_.live_packets();
+    const std::size_t classes = sim_.link_class_names_.size();
+    const std::size_t at = class_max.size();
+    class_max.resize(at + classes, 0);
     const auto& links = net.links();
     for (std::size_t i = 0; i < links.size(); ++i) {
+      if (!net.link_local(i)) continue;
       Link* l = links[i].link;
-      s.paused_links += l->paused();
-      auto& m = class_max[sim_.link_class_[i]];
+      s.paused += l->paused();
+      auto& m = class_max[at + sim_.link_class_[i]];
       m = std::max(m, l->take_window_max());
     }
-    samples.push_back(s);
-    for (std::uint32_t c = 0; c < class_max.size(); ++c) {
-      queue_samples.push_back({now, c, class_max[c]});
-    }
-    trace_paths(now);
+    raw.push_back(s);
+    const std::uint32_t traced = sim_.scenario_.output.trace_host;
+    if (traced < net.host_count() && net.host_local(traced)) trace_paths(now);
     last_ = now;
-    last_rx_ = rx;
-    last_done_ = done;
-    last_drops_ = drops;
   }
 
-  std::vector<Sample> samples;
-  std::vector<QueueSample> queue_samples;
+  // The samples as reports show them: rates over each interval.
+  void finish(RunResult& r) const { finish(r, raw, class_max); }
+  void finish(RunResult& r, const std::vector<Raw>& rows,
+              const std::vector<std::uint64_t>& maxes) const {
+    const std::size_t classes = sim_.link_class_names_.size();
+    Raw last;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Raw& x = rows[i];
+      Sample s;
+      s.time = x.time;
+      s.rx_gbps = gbps(x.rx - last.rx, x.time - last.time);
+      s.goodput_gbps = gbps(x.done - last.done, x.time - last.time);
+      s.drops = x.drops - last.drops;
+      s.paused_links = static_cast<std::uint32_t>(x.paused);
+      s.packets_in_network = x.live;
+      r.samples.push_back(s);
+      for (std::uint32_t c = 0; c < classes; ++c) {
+        r.queue_samples.push_back({x.time, c, maxes[i * classes + c]});
+      }
+      last = x;
+    }
+    r.path_samples = path_samples;
+  }
+
+  std::vector<Raw> raw;
+  std::vector<std::uint64_t> class_max;  // [sample * classes + class]
   std::vector<PathSample> path_samples;
 
  private:
@@ -156,9 +202,6 @@ class Simulation::Sampler final : public EventHandler {
 
   Simulation& sim_;
   SimTime last_ = 0;
-  std::uint64_t last_rx_ = 0;
-  std::uint64_t last_done_ = 0;
-  std::uint64_t last_drops_ = 0;
 };
 
 // Applies the scenario's failures and recoveries at their times.
@@ -249,14 +292,23 @@ class Simulation::FailureScript final : public EventHandler {
   std::vector<std::vector<Link*>> links_;
 };
 
-Simulation::Simulation(const Scenario& scenario, const TransportInfo& transport)
-    : scenario_(scenario), transport_name_(transport.name) {
+Simulation::Simulation(const Scenario& scenario, const TransportInfo& transport, Ranks* ranks)
+    : scenario_(scenario), transport_name_(transport.name), ranks_(ranks) {
   NetworkConfig net = resolve_network(scenario_, transport);
+  if (split()) scenario_.partitions = std::max(scenario_.partitions, ranks_->size());
   std::vector<SimContext*> parts;
   for (std::uint32_t i = 0; i < scenario_.partitions; ++i) {
     parts.push_back(parts_.emplace_back(std::make_unique<SimContext>()).get());
   }
   network_ = std::make_unique<Network>(parts, net);
+  // Rank r runs partitions [r P / R, (r + 1) P / R).
+  local_end_ = scenario_.partitions;
+  if (split()) {
+    const std::uint64_t p = scenario_.partitions, n = ranks_->size(), r = ranks_->rank();
+    local_first_ = static_cast<std::uint32_t>(r * p / n);
+    local_end_ = static_cast<std::uint32_t>((r + 1) * p / n);
+    network_->set_local_partitions(local_first_, local_end_);
+  }
 
   auto found = scenario_.transport_settings.find(transport.name);
   Params settings = found != scenario_.transport_settings.end()
@@ -315,8 +367,10 @@ RunResult Simulation::run(const RunOptions& options) {
     run_partitioned(options);
   }
   if (printed_) std::fprintf(stderr, "\n");
-  sampler_->take(now());
+  sampler_->take(max_over_ranks(now()));
   RunResult r;
+  r.windows = windows_;
+  r.rank_sync_seconds = sync_seconds_;
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
   collect(r);
@@ -337,19 +391,24 @@ void Simulation::run_single(const RunOptions& options) {
 // Conservative parallel simulation: every partition runs the events before the window's
 // end, which is at most the lookahead past the earliest pending event anywhere, so
 // nothing another partition sends in the window can be due inside it. At the barrier
-// each partition takes in what was sent toward it; then one thread alone samples, runs
-// the scripted actions that fell due, checks whether the work is done and sets the next
-// window.
+// each partition takes in what was sent toward it (over ranks, after one thread of each
+// rank has swapped it with the others); then one thread alone samples, runs the
+// scripted actions that fell due, checks whether the work is done and sets the next
+// window. Over ranks, every rank makes those decisions from the same figures (the
+// earliest event, the flows finished, an error anywhere), gathered from all of them.
 void Simulation::run_partitioned(const RunOptions& options) {
-  const auto n = static_cast<std::uint32_t>(parts_.size());
+  const std::uint32_t first = local_first_;
+  const std::uint32_t n = local_end_ - local_first_;
+  const std::uint32_t parts = static_cast<std::uint32_t>(parts_.size());
   const SimTime lookahead = network_->lookahead();
   const SimTime interval = scenario_.output.sample_interval;
   const SimTime last = scenario_.stop;  // events at or before it run
   const bool until_done = traffic_->workload_count() > 0;
+  const bool over_ranks = split();
   SimTime next_sample = interval;
   SimTime end = 0;
   bool stop = false;
-  std::uint64_t windows = 0;
+  bool failed_elsewhere = false;
   std::mutex error_lock;
   std::exception_ptr error;
 
@@ -362,13 +421,55 @@ void Simulation::run_partitioned(const RunOptions& options) {
       if (!error) error = std::current_exception();
     }
   };
-  const auto next_event = [&] {
-    SimTime next = kSimNever;
-    for (const auto& c : parts_) next = std::min(next, c->events.next_time());
-    return next;
+  // The earliest pending event anywhere and whether every flow is done; over ranks,
+  // whether any rank failed. Ranks agree on them in the exchange after each window (what
+  // is in flight between partitions counts as pending), or in a gathering of their own
+  // before the first window and after a scripted action.
+  SimTime next = kSimNever;
+  bool all_done = false;
+  bool agreed = false;
+  const auto put_status = [&](Writer& w, SimTime local_next) {
+    w.put(local_next);
+    w.put(traffic_->finished());
+    w.put<std::uint8_t>(error != nullptr);
   };
-  auto plan = [&]() noexcept {
-    if (error || (until_done && traffic_->done())) {
+  const auto read_status = [&](Reader& r, std::uint64_t& finished) {
+    next = std::min(next, r.get<SimTime>());
+    finished += r.get<std::uint64_t>();
+    failed_elsewhere |= r.get<std::uint8_t>() != 0;
+  };
+  const auto local_next = [&] {
+    SimTime t = kSimNever;
+    for (std::uint32_t p = first; p < first + n; ++p)
+      t = std::min(t, parts_[p]->events.next_time());
+    return t;
+  };
+  const auto agree = [&] {
+    next = local_next();
+    if (!over_ranks) {
+      all_done = traffic_->done();
+      return;
+    }
+    Bytes mine;
+    Writer w(mine);
+    put_status(w, next);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<Bytes> all = ranks_->all_gather(mine);
+    sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::uint64_t finished = 0;
+    for (const Bytes& b : all) {
+      Reader r(b);
+      read_status(r, finished);
+    }
+    all_done = finished == traffic_->flows().size();
+  };
+  // Over ranks a rank stops only on what all agreed on: an error of its own is told to
+  // the others first.
+  const auto failed = [&] { return over_ranks ? failed_elsewhere : error != nullptr; };
+  auto plan = [&] {
+    if (!agreed) agree();
+    agreed = false;
+    if (failed() || (until_done && all_done)) {
       stop = true;
       return;
     }
@@ -376,29 +477,88 @@ void Simulation::run_partitioned(const RunOptions& options) {
     // queue: once every event before them has run. Scripted actions run before the
     // events of their own time, as they were scheduled before them.
     for (;;) {
-      const SimTime next = next_event();
       const SimTime scripted = script_.next_time();
-      const SimTime first = std::min(next, scripted);
-      if (first == kSimNever || first > last) break;
-      if (next_sample <= first) {
+      const SimTime first_due = std::min(next, scripted);
+      if (first_due == kSimNever || first_due > last) break;
+      if (next_sample <= first_due) {
         sampler_->take(next_sample);
         next_sample += interval;
       } else if (scripted <= next) {
         guarded([&] { script_.run_one(); });
+        agree();  // an action may schedule events (a link that comes back up)
       } else {
         break;
       }
     }
-    const SimTime next = next_event();
-    if (next == kSimNever || next > last || error) {
+    if (next == kSimNever || next > last || failed()) {
       stop = true;
       return;
     }
     end = std::min({lookahead == kSimNever ? kSimNever : next + lookahead, next_sample,
                     script_.next_time(), last == kSimNever ? kSimNever : last + 1});
-    if (options.progress && (++windows & 0xff) == 0) print_progress();
+    ++windows_;
+    if (options.progress && (windows_ & 0xff) == 0) print_progress();
   };
-  SpinBarrier sync(n, plan);
+  // Over ranks: what local partitions sent toward other ranks' partitions in the window
+  // (packets, PFC frames, the arrivals of messages posted) goes to those ranks, and
+  // theirs comes into the local partitions' crossings.
+  auto swap = [&] {
+    if (!over_ranks) return;
+    SimTime mine = local_next();
+    for (std::uint32_t p = first; p < first + n; ++p) {
+      mine = std::min(mine, network_->earliest_crossing(p));
+    }
+    std::vector<Bytes> to(ranks_->size());
+    guarded([&] {
+      for (std::uint32_t r = 0; r < ranks_->size(); ++r) {
+        if (r == ranks_->rank()) continue;
+        const auto q0 = static_cast<std::uint32_t>(std::uint64_t{r} * parts / ranks_->size());
+        const auto q1 = static_cast<std::uint32_t>(std::uint64_t{r + 1} * parts / ranks_->size());
+        Writer w(to[r]);
+        put_status(w, mine);
+        const std::size_t at = to[r].size();
+        w.put<std::uint64_t>(0);  // the packets' length, set below
+        for (std::uint32_t p = first; p < first + n; ++p) {
+          for (std::uint32_t q = q0; q < q1; ++q) network_->write_crossings(p, q, w);
+        }
+        const std::uint64_t len = to[r].size() - at - sizeof(std::uint64_t);
+        std::memcpy(to[r].data() + at, &len, sizeof len);
+        for (std::uint32_t q = q0; q < q1; ++q) traffic_->write_arrivals(q, w);
+      }
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<Bytes> from = ranks_->exchange(to);
+    sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    next = mine;
+    std::uint64_t finished = traffic_->finished();
+    failed_elsewhere |= error != nullptr;
+    for (std::uint32_t r = 0; r < from.size(); ++r) {
+      if (r == ranks_->rank()) continue;
+      Reader in(from[r]);
+      read_status(in, finished);
+      guarded([&] {
+        const auto len = in.get<std::uint64_t>();
+        Bytes packets(len);
+        in.get_bytes(packets.data(), len);
+        Reader rp(packets);
+        network_->read_crossings(rp);
+        traffic_->read_arrivals(in);
+      });
+    }
+    all_done = finished == traffic_->flows().size();
+    agreed = true;
+  };
+  // The barrier's completion alternates: plan the window, then (after it) swap.
+  bool planning = true;
+  auto completion = [&]() noexcept {
+    if (planning) {
+      plan();
+    } else {
+      swap();
+    }
+    planning = !planning;
+  };
+  SpinBarrier sync(n, completion);
 
   auto work = [&](std::uint32_t p) {
     EventQueue& q = parts_[p]->events;
@@ -414,10 +574,13 @@ void Simulation::run_partitioned(const RunOptions& options) {
     }
   };
   std::vector<std::jthread> threads;
-  for (std::uint32_t p = 1; p < n; ++p) threads.emplace_back(work, p);
-  work(0);
+  for (std::uint32_t p = first + 1; p < first + n; ++p) threads.emplace_back(work, p);
+  work(first);
   threads.clear();  // joins
+  // An error in the last window's deliveries is told to the others before they part.
+  if (over_ranks) agree();
   if (error) std::rethrow_exception(error);
+  if (failed_elsewhere) throw std::runtime_error("the run failed in another rank");
 }
 
 void Simulation::print_progress() {
@@ -442,25 +605,33 @@ void Simulation::print_progress() {
 
 SimTime Simulation::now() const {
   SimTime t = script_.now();
-  for (const auto& c : parts_) t = std::max(t, c->now());
+  for (std::uint32_t p = local_first_; p < local_end_; ++p) t = std::max(t, parts_[p]->now());
+  return t;
+}
+
+SimTime Simulation::max_over_ranks(SimTime t) const {
+  if (!split()) return t;
+  Bytes mine;
+  Writer(mine).put(t);
+  for (const Bytes& b : ranks_->all_gather(mine)) t = std::max(t, Reader(b).get<SimTime>());
   return t;
 }
 
 DropCounters Simulation::drops() const {
   DropCounters d;
-  for (const auto& c : parts_) d += c->drops;
+  for (std::uint32_t p = local_first_; p < local_end_; ++p) d += parts_[p]->drops;
   return d;
 }
 
 std::size_t Simulation::live_packets() const {
   std::size_t n = 0;
-  for (const auto& c : parts_) n += c->packets.live();
+  for (std::uint32_t p = local_first_; p < local_end_; ++p) n += parts_[p]->packets.live();
   return n;
 }
 
 bool Simulation::events_pending() const {
-  for (const auto& c : parts_) {
-    if (!c->events.empty()) return true;
+  for (std::uint32_t p = local_first_; p < local_end_; ++p) {
+    if (!parts_[p]->events.empty()) return true;
   }
   return false;
 }
@@ -470,13 +641,12 @@ void Simulation::collect(RunResult& r) const {
   r.scenario = scenario_.name;
   r.transport = transport_name_;
   r.pfc = net.config().switches.pfc.enabled;
-  r.complete = traffic_->done();
   r.sim_time = now();
-  r.events = script_.executed();  // scripted actions of a partitioned run (else none)
-  for (const auto& c : parts_) {
-    r.events += c->events.executed();
-    r.packets_sent += c->packets_sent;
-    r.peak_packets += c->packets.capacity();
+  for (std::uint32_t p = local_first_; p < local_end_; ++p) {
+    const SimContext& c = *parts_[p];
+    r.events += c.events.executed();
+    r.packets_sent += c.packets_sent;
+    r.peak_packets += c.packets.capacity();
   }
   r.drops = drops();
   r.peak_rss_bytes = peak_rss();
@@ -486,6 +656,7 @@ void Simulation::collect(RunResult& r) const {
   r.base_rtt = network_->base_rtt();
   r.queue_bytes = net.config().queue.limit_bytes;
   for (std::uint32_t h = 0; h < net.host_count(); ++h) {
+    if (!net.host_local(h)) continue;
     const Host& host = net.host(h);
     r.data_packets_sent += host.stats().tx_data_packets;
     r.data_packets_delivered += host.stats().rx_data_packets;
@@ -499,14 +670,51 @@ void Simulation::collect(RunResult& r) const {
     tt.tx_retransmits += c.tx_retransmits;
     tt.rx_packets += c.rx_packets;
     tt.rx_ce_packets += c.rx_ce_packets;
+    tt.path_failures += c.path_failures;
+    tt.reentropies += c.reentropies;
+    tt.paths_home += c.paths_home;
     for (int d = 0; d < static_cast<int>(DropReason::kCount); ++d) tt.drops[d] += c.drops[d];
     t.for_each_connection([&](ConnId) { ++r.connections; });
   }
   for (std::size_t s = 0; s < network_->switch_count(); ++s) {
-    r.pause_frames += net.switch_by_global(s).stats().pause_frames;
+    if (net.switch_local(s)) r.pause_frames += net.switch_by_global(s).stats().pause_frames;
   }
-
+  r.link_class_names = link_class_names_;
+  r.link_classes.resize(link_class_names_.size());
+  const auto& links = net.links();
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    LinkClassResult& c = r.link_classes[link_class_[i]];
+    ++c.links;  // every link, wherever it runs
+    if (!net.link_local(i)) continue;
+    const LinkStats& s = links[i].link->stats();
+    c.max_queue_bytes = std::max(c.max_queue_bytes, s.max_bytes);
+    c.tx_packets += s.tx_packets;
+    c.tx_bytes += s.tx_bytes;
+    c.ecn_marks += s.ecn_marks;
+    c.tail_drops += s.tail_drops;
+    c.pauses += s.pauses;
+    c.paused_time += s.paused_time;
+  }
   r.flows = traffic_->flows();
+  for (std::uint32_t p = local_first_; p < local_end_; ++p) {
+    const auto& log = traffic_->partition_event_log(p);
+    r.event_log.insert(r.event_log.end(), log.begin(), log.end());
+  }
+  for (int k = 0; k <= static_cast<int>(EventKind::kPlaneUp); ++k) {
+    const auto kind = static_cast<EventKind>(k);
+    if (std::uint64_t n = traffic_->transport_event_count(kind)) {
+      r.transport_events[to_string(kind)] = n;
+    }
+  }
+  sampler_->finish(r);
+  if (split()) merge_ranks(r);
+  // In time order, records of the same time in partition order.
+  std::stable_sort(
+      r.event_log.begin(), r.event_log.end(),
+      [](const Traffic::EventRecord& a, const Traffic::EventRecord& b) { return a.time < b.time; });
+  r.events += script_.executed();  // scripted actions of a partitioned run (else none)
+  r.complete = std::all_of(r.flows.begin(), r.flows.end(), [](const Flow& f) { return f.done(); });
+
   std::vector<SimTime> all;
   for (const Flow& f : r.flows) {
     if (f.done() && !f.failed) all.push_back(f.end - f.start);
@@ -542,7 +750,7 @@ void Simulation::collect(RunResult& r) const {
     const SimTime span = wr.finish > wr.start ? wr.finish - wr.start : 0;
     wr.goodput_gbps = gbps(wr.bytes, span);
     const auto nranks = static_cast<std::uint64_t>(std::count(ranks.begin(), ranks.end(), true));
-    wr.iteration_times = traffic_->workload(w).iteration_ends();
+    wr.iteration_times = traffic_->workload(w).iteration_ends(r.flows);
     if (spec.kind == WorkloadKind::kAllToAll && nranks && wr.completed == wr.flows) {
       wr.algbw_gbps = gbps(wr.bytes / nranks, span);
     }
@@ -553,32 +761,153 @@ void Simulation::collect(RunResult& r) const {
     }
     r.workloads.push_back(std::move(wr));
   }
-
-  r.link_class_names = link_class_names_;
-  r.link_classes.resize(link_class_names_.size());
-  const auto& links = net.links();
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    LinkClassResult& c = r.link_classes[link_class_[i]];
-    const LinkStats& s = links[i].link->stats();
-    ++c.links;
-    c.max_queue_bytes = std::max(c.max_queue_bytes, s.max_bytes);
-    c.tx_packets += s.tx_packets;
-    c.tx_bytes += s.tx_bytes;
-    c.ecn_marks += s.ecn_marks;
-    c.tail_drops += s.tail_drops;
-    c.pauses += s.pauses;
-    c.paused_time += s.paused_time;
-  }
-  for (int k = 0; k <= static_cast<int>(EventKind::kPlaneUp); ++k) {
-    const auto kind = static_cast<EventKind>(k);
-    if (std::uint64_t n = traffic_->transport_event_count(kind))
-      r.transport_events[to_string(kind)] = n;
-  }
-  r.event_log = traffic_->event_log();
   r.failures = failures_->log;
-  r.samples = sampler_->samples;
-  r.queue_samples = sampler_->queue_samples;
-  r.path_samples = sampler_->path_samples;
+}
+
+// Every rank sends what it measured to all; each adds the counters up, takes the
+// largest of the peaks, each flow's times from the rank that saw them, the event logs
+// of every partition and the samples added up.
+void Simulation::merge_ranks(RunResult& r) const {
+  // The scalar figures, in one order for packing and unpacking.
+  enum class Op { kSum, kMax };
+  const auto fields = [&](RunResult& x, auto&& f) {
+    f(Op::kMax, x.sim_time);
+    f(Op::kMax, x.peak_rss_bytes);
+    for (std::uint64_t* v : {&x.events, &x.packets_sent, &x.peak_packets, &x.data_packets_sent,
+                             &x.data_packets_delivered, &x.payload_bytes_delivered, &x.connections,
+                             &x.pause_frames, &x.drops.data_packets}) {
+      f(Op::kSum, *v);
+    }
+    for (auto& v : x.drops.by_cause) f(Op::kSum, v);
+    auto& t = x.transport_totals;
+    for (std::uint64_t* v :
+         {&t.tx_packets, &t.tx_bytes, &t.tx_data_packets, &t.tx_retransmits, &t.rx_packets,
+          &t.rx_ce_packets, &t.path_failures, &t.reentropies, &t.paths_home}) {
+      f(Op::kSum, *v);
+    }
+    for (auto& v : t.drops) f(Op::kSum, v);
+    for (LinkClassResult& c : x.link_classes) {
+      f(Op::kMax, c.max_queue_bytes);
+      for (std::uint64_t* v :
+           {&c.tx_packets, &c.tx_bytes, &c.ecn_marks, &c.tail_drops, &c.pauses, &c.paused_time}) {
+        f(Op::kSum, *v);
+      }
+    }
+  };
+  std::vector<std::uint64_t> mine;
+  fields(r, [&](Op, std::uint64_t& v) { mine.push_back(v); });
+  std::vector<std::uint64_t> events(static_cast<int>(EventKind::kPlaneUp) + 1);
+  for (std::size_t k = 0; k < events.size(); ++k) {
+    events[k] = traffic_->transport_event_count(static_cast<EventKind>(k));
+  }
+  struct FlowTimes {
+    SimTime start, end;
+    std::uint8_t failed;
+  };
+  std::vector<FlowTimes> times;
+  for (const Flow& f : r.flows) times.push_back({f.start, f.end, f.failed});
+  std::vector<std::uint32_t> log_parts;
+  for (std::uint32_t p = local_first_; p < local_end_; ++p) {
+    log_parts.push_back(static_cast<std::uint32_t>(traffic_->partition_event_log(p).size()));
+  }
+  Bytes out;
+  Writer w(out);
+  w.put_vector(mine);
+  w.put_vector(events);
+  w.put_vector(times);
+  w.put_vector(log_parts);
+  w.put_vector(r.event_log);
+  w.put_vector(sampler_->raw);
+  w.put_vector(sampler_->class_max);
+  w.put_vector(r.path_samples);
+
+  std::vector<std::uint64_t> merged = mine;
+  std::vector<std::uint64_t> merged_events(events.size(), 0);
+  std::vector<std::vector<Traffic::EventRecord>> logs(parts_.size());
+  std::vector<Sampler::Raw> raw;
+  std::vector<std::uint64_t> class_max;
+  r.event_log.clear();
+  r.path_samples.clear();
+  const std::vector<Bytes> all = ranks_->all_gather(out);
+  for (std::uint32_t rank = 0; rank < all.size(); ++rank) {
+    const bool first_rank = rank == 0;
+    Reader in(all[rank]);
+    const auto theirs = in.get_vector<std::uint64_t>();
+    const auto their_events = in.get_vector<std::uint64_t>();
+    const auto their_times = in.get_vector<FlowTimes>();
+    const auto their_parts = in.get_vector<std::uint32_t>();
+    const auto their_log = in.get_vector<Traffic::EventRecord>();
+    const auto their_raw = in.get_vector<Sampler::Raw>();
+    const auto their_max = in.get_vector<std::uint64_t>();
+    const auto their_paths = in.get_vector<PathSample>();
+    if (theirs.size() != merged.size() || their_times.size() != r.flows.size() ||
+        (!first_rank && (their_raw.size() != raw.size() || their_max.size() != class_max.size()))) {
+      throw std::runtime_error("ranks disagree on the run's shape");
+    }
+    std::size_t i = 0;
+    fields(r, [&](Op op, std::uint64_t&) {
+      if (first_rank) {
+        merged[i] = theirs[i];
+      } else {
+        merged[i] = op == Op::kSum ? merged[i] + theirs[i] : std::max(merged[i], theirs[i]);
+      }
+      ++i;
+    });
+    for (std::size_t k = 0; k < events.size(); ++k) merged_events[k] += their_events[k];
+    for (std::size_t f = 0; f < r.flows.size(); ++f) {
+      Flow& flow = r.flows[f];
+      const FlowTimes& t = their_times[f];
+      if (first_rank) {
+        flow.start = t.start;
+        flow.end = t.end;
+        flow.failed = t.failed;
+      } else {
+        flow.start = std::min(flow.start, t.start);
+        flow.end = std::min(flow.end, t.end);
+        flow.failed = flow.failed || t.failed;
+      }
+    }
+    // Their partitions' logs, one after the other.
+    const auto p0 = static_cast<std::uint32_t>(std::uint64_t{rank} * parts_.size() / all.size());
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < their_parts.size(); ++k) {
+      if (p0 + k >= logs.size() || at + their_parts[k] > their_log.size()) {
+        throw std::runtime_error("ranks disagree on the run's shape");
+      }
+      logs[p0 + k].assign(their_log.begin() + static_cast<std::ptrdiff_t>(at),
+                          their_log.begin() + static_cast<std::ptrdiff_t>(at + their_parts[k]));
+      at += their_parts[k];
+    }
+    if (first_rank) {
+      raw = their_raw;
+      class_max = their_max;
+    } else {
+      for (std::size_t k = 0; k < raw.size(); ++k) {
+        raw[k].rx += their_raw[k].rx;
+        raw[k].done += their_raw[k].done;
+        raw[k].drops += their_raw[k].drops;
+        raw[k].paused += their_raw[k].paused;
+        raw[k].live += their_raw[k].live;
+      }
+      for (std::size_t k = 0; k < class_max.size(); ++k) {
+        class_max[k] = std::max(class_max[k], their_max[k]);
+      }
+    }
+    r.path_samples.insert(r.path_samples.end(), their_paths.begin(), their_paths.end());
+  }
+  std::size_t i = 0;
+  fields(r, [&](Op, std::uint64_t& v) { v = merged[i++]; });
+  r.transport_events.clear();
+  for (std::size_t k = 0; k < merged_events.size(); ++k) {
+    if (merged_events[k])
+      r.transport_events[to_string(static_cast<EventKind>(k))] = merged_events[k];
+  }
+  for (const auto& log : logs) r.event_log.insert(r.event_log.end(), log.begin(), log.end());
+  const std::vector<PathSample> paths = std::move(r.path_samples);
+  r.samples.clear();
+  r.queue_samples.clear();
+  sampler_->finish(r, raw, class_max);
+  r.path_samples = paths;
 }
 
 }  // namespace mroce::sim

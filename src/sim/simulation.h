@@ -10,6 +10,7 @@
 
 #include "sim/context.h"
 #include "sim/network.h"
+#include "sim/ranks.h"
 #include "sim/results.h"
 #include "sim/scenario.h"
 #include "sim/traffic.h"
@@ -27,8 +28,11 @@ NetworkConfig resolve_network(const Scenario& scenario, const TransportInfo& tra
 
 class Simulation {
  public:
-  // Throws ConfigError for settings the transport or the network reject.
-  Simulation(const Scenario& scenario, const TransportInfo& transport);
+  // Throws ConfigError for settings the transport or the network reject. With `ranks`
+  // of more than one process, every rank builds the same simulation and runs its share
+  // of the partitions (at least one each: partitions is raised to the ranks' number);
+  // run() returns the whole run's result on every rank.
+  Simulation(const Scenario& scenario, const TransportInfo& transport, Ranks* ranks = nullptr);
   ~Simulation();
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -44,7 +48,13 @@ class Simulation {
   class Sampler;
   class FailureScript;
 
+  // What this process measured (over ranks: its own partitions' share), then merged
+  // over ranks, then what follows from the flows.
   void collect(RunResult& r) const;
+  void merge_ranks(RunResult& r) const;
+  bool split() const { return ranks_ != nullptr && ranks_->size() > 1; }
+  // The largest of every rank's `t` (every rank calls it together).
+  SimTime max_over_ranks(SimTime t) const;
   // The event loop of one partition, or of several on as many threads, in windows of
   // the network's lookahead.
   void run_single(const RunOptions& options);
@@ -61,6 +71,8 @@ class Simulation {
 
   Scenario scenario_;
   std::string transport_name_;
+  Ranks* ranks_ = nullptr;
+  std::uint32_t local_first_ = 0, local_end_ = 0;   // the partitions this process runs
   std::vector<std::unique_ptr<SimContext>> parts_;  // one per partition
   std::unique_ptr<Network> network_;
   std::unique_ptr<Traffic> traffic_;
@@ -72,6 +84,8 @@ class Simulation {
   // Progress line state.
   std::chrono::steady_clock::time_point wall_start_, last_print_;
   bool printed_ = false;
+  std::uint64_t windows_ = 0;
+  double sync_seconds_ = 0;
 };
 
 }  // namespace mroce::sim

@@ -32,9 +32,10 @@ void Switch::set_leaf(std::uint32_t leaf, std::vector<std::uint16_t> host_ports)
 }
 
 std::uint16_t Switch::select_port(const Packet& p) const {
-  const std::uint32_t host = (p.dst_ip & 0xffff) - 1;
-  // One compare rejects foreign planes and networks; host 0xffff.. is out of range.
-  if ((p.dst_ip >> 16) != (10u << 8 | plane_) || host >= hosts_.loc.size()) return kNoPort;
+  // The host number of addressing.h; a network below 10 wraps out of range, as does
+  // hi.lo = 0 in network 10.
+  const std::uint32_t host = (((p.dst_ip >> 24) - 10u) << 16 | (p.dst_ip & 0xffff)) - 1;
+  if (((p.dst_ip >> 16) & 0xff) != plane_ || host >= hosts_.loc.size()) return kNoPort;
   const std::uint32_t loc = hosts_.loc[host];
   const std::uint32_t leaf = loc >> 16;
   if (leaf == leaf_) return host_ports_[loc & 0xffff];

@@ -1,5 +1,7 @@
 #include "sim/topology.h"
 
+#include <algorithm>
+
 #include "sim/addressing.h"
 #include "sim/errors.h"
 
@@ -122,6 +124,40 @@ TopologyGraph fat_tree(const TopologySpec& spec) {
   return g;
 }
 
+// Two copies of one data center's graph, names prefixed "dc0." and "dc1.", hosts of the
+// second after those of the first, top-tier switches cabled pairwise by long haul.
+TopologyGraph two_data_centers(const TopologyGraph& one, const TopologySpec& spec) {
+  TopologyGraph g;
+  g.kind = one.kind;
+  g.data_centers = 2;
+  g.hosts_per_dc = one.hosts;
+  g.hosts = 2 * one.hosts;
+  const auto n = static_cast<std::uint32_t>(one.switches());
+  const auto leaves = static_cast<std::uint32_t>(one.leaves.size());
+  const std::uint8_t top = *std::max_element(one.tier.begin(), one.tier.end());
+  for (std::uint32_t dc = 0; dc < 2; ++dc) {
+    for (std::uint32_t s = 0; s < n; ++s) {
+      add_switch(g, one.tier[s], "dc" + std::to_string(dc) + "." + one.name[s]);
+    }
+    for (std::uint32_t l : one.leaves) g.leaves.push_back(dc * n + l);
+    for (const auto& c : one.cables) g.cables.push_back({dc * n + c.lower, dc * n + c.upper});
+    for (std::uint32_t h = 0; h < one.hosts; ++h) {
+      g.host_leaf.push_back(dc * leaves + one.host_leaf[h]);
+      g.host_slot.push_back(one.host_slot[h]);
+    }
+  }
+  for (std::uint32_t s = 0; s < n; ++s) {
+    if (one.tier[s] != top) continue;
+    for (std::uint32_t i = 0; i < spec.long_haul_links; ++i) g.cables.push_back({s, n + s, true});
+  }
+  // Up to the top tier, across, and down: the top tier is one hop below it on each side.
+  const std::uint32_t up = top;  // links from a host to a top-tier switch
+  g.max_hops = 2 * up + 1;
+  g.long_haul_hops = 1;
+  g.dc_max_hops = one.max_hops;
+  return g;
+}
+
 }  // namespace
 
 TopologyGraph build_topology(const TopologySpec& spec) {
@@ -131,7 +167,30 @@ TopologyGraph build_topology(const TopologySpec& spec) {
   if (spec.host_rate_bps == 0 || spec.fabric_rate_bps == 0) {
     throw ConfigError("link rates must be positive");
   }
-  return spec.kind == TopologyKind::kFatTree ? fat_tree(spec) : leaf_spine(spec);
+  if (spec.data_centers == 0 || spec.data_centers > 2) {
+    throw ConfigError("topology.data_centers must be 1 or 2");
+  }
+  if (spec.data_centers == 1) {
+    TopologyGraph g = spec.kind == TopologyKind::kFatTree ? fat_tree(spec) : leaf_spine(spec);
+    g.dc_max_hops = g.max_hops;
+    g.hosts_per_dc = g.hosts;
+    return g;
+  }
+  if (spec.hosts % 2 != 0) {
+    throw ConfigError("topology.hosts = " + std::to_string(spec.hosts) +
+                      " does not split evenly between 2 data centers");
+  }
+  if (spec.long_haul_rate_bps == 0) throw ConfigError("topology.long_haul_rate must be positive");
+  if (spec.long_haul_links == 0) throw ConfigError("topology.long_haul_links must be positive");
+  TopologySpec half = spec;
+  half.hosts = spec.hosts / 2;
+  half.data_centers = 1;
+  const TopologyGraph one = half.kind == TopologyKind::kFatTree ? fat_tree(half) : leaf_spine(half);
+  if (2 * std::uint64_t{one.hosts} > kMaxHosts) {
+    throw ConfigError("topology has " + std::to_string(2 * one.hosts) + " hosts; at most " +
+                      std::to_string(kMaxHosts) + " are addressable");
+  }
+  return two_data_centers(one, spec);
 }
 
 }  // namespace mroce::sim

@@ -1,6 +1,8 @@
 // The shape of one plane: which switches exist, at which tier, how they are wired and
 // where hosts hang. Builders for a two-tier leaf-spine and a three-tier k-ary fat-tree
-// produce the same plain description; Network instantiates it once per plane.
+// produce the same plain description; Network instantiates it once per plane. Either
+// can be built twice, as two data centers whose top-tier switches are joined pairwise
+// by long-haul cables.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,12 @@ struct TopologySpec {
   std::uint64_t fabric_rate_bps = 100'000'000'000;
   SimTime host_delay = kUs;
   SimTime fabric_delay = kUs;
+  // Data centers: 1, or 2 copies of the fabric, hosts split evenly between them (the
+  // first half in the first), top-tier switch i of one cabled to switch i of the other.
+  std::uint32_t data_centers = 1;
+  std::uint32_t long_haul_links = 1;  // cables per pair of top-tier switches
+  std::uint64_t long_haul_rate_bps = 400'000'000'000;
+  SimTime long_haul_delay = kMs;
 };
 
 // Tier numbers: 0 hosts, 1 leaves (ToR), 2 spines (fat-tree: aggregation), 3 cores.
@@ -44,6 +52,7 @@ struct TopologyGraph {
   struct Cable {  // one bidirectional cable between two switches, lower tier first
     std::uint32_t lower;
     std::uint32_t upper;
+    bool long_haul = false;  // between data centers: long-haul rate, delay and queue
   };
   TopologyKind kind = TopologyKind::kFatTree;
   std::uint32_t hosts = 0;
@@ -53,7 +62,11 @@ struct TopologyGraph {
   std::vector<std::uint32_t> host_leaf;  // host -> leaf index
   std::vector<std::uint16_t> host_slot;  // host -> position on its leaf
   std::vector<Cable> cables;
-  std::uint32_t max_hops = 0;  // links on the longest host-to-host shortest path
+  std::uint32_t max_hops = 0;        // links on the longest host-to-host shortest path
+  std::uint32_t long_haul_hops = 0;  // long-haul links on that path (0 or 1)
+  std::uint32_t dc_max_hops = 0;     // links on the longest path inside one data center
+  std::uint32_t data_centers = 1;
+  std::uint32_t hosts_per_dc = 0;
 
   std::size_t switches() const { return tier.size(); }
 };

@@ -16,7 +16,10 @@ constexpr std::size_t kEventLogLimit = 10000;
 }  // namespace
 
 Traffic::Traffic(Network& network, std::uint16_t port)
-    : network_(network), port_(port), event_logs_(network.partitions()) {}
+    : network_(network),
+      port_(port),
+      event_logs_(network.partitions()),
+      remote_arrivals_(network.partitions()) {}
 
 void Traffic::api_error(std::uint32_t host, const char* call, Errc e) const {
   throw std::runtime_error("host " + std::to_string(host) + ": " + call +
@@ -43,8 +46,9 @@ void Traffic::setup() {
 std::uint32_t Traffic::open_channel(std::uint32_t a, std::uint32_t b, std::uint32_t messages,
                                     std::uint64_t max_bytes, int plane) {
   StreamConfig config;
-  config.sq_depth = std::max<std::uint32_t>(config.sq_depth, messages + 1);
-  config.rq_depth = std::max<std::uint32_t>(config.rq_depth, messages + 1);
+  // Every send and receive of the channel fits at once: queues no deeper than that.
+  config.sq_depth = messages + 1;
+  config.rq_depth = messages + 1;
   config.plane = static_cast<std::int16_t>(plane);
   const std::uint32_t addr_plane = plane < 0 ? 0 : static_cast<std::uint32_t>(plane);
   Channel c;
@@ -112,6 +116,13 @@ void Traffic::on_event(SimTime, std::uint64_t flow) {
 
 void Traffic::start(std::uint32_t id) {
   Flow& f = flows_[id];
+  if (!network_.host_local(f.initiator)) {
+    throw std::runtime_error("flow " + std::to_string(id) + " of workload " +
+                             std::to_string(f.workload) + " starts on host " +
+                             std::to_string(f.initiator) +
+                             ", which another rank runs: this workload cannot be split over "
+                             "ranks (its next message starts where the last one completed)");
+  }
   f.start = network_.host(f.initiator).context().now();
   const std::uint32_t parts = std::max<std::uint32_t>(1, f.parts);
   f.pending = parts;
@@ -135,6 +146,9 @@ void Traffic::start(std::uint32_t id) {
     if (f.completes_on_receive()) {
       std::lock_guard lock(arrivals_lock_);
       c.arrivals.push_back(id);
+      if (!network_.host_local(c.b)) {
+        remote_arrivals_[network_.partition_of_host(c.b)].emplace_back(f.channel + i, id);
+      }
     }
     if (Errc e = network_.host(c.a).post_send(c.sa, wr); e != Errc::kOk) {
       api_error(c.a, "post_send", e);
@@ -180,10 +194,32 @@ void Traffic::finish(std::uint32_t id, SimTime now, bool ok) {
 }
 
 void Traffic::on_transport_event(SimTime now, std::uint32_t host, const Event& e) {
+  // Over ranks, every process sets up every host: each counts its own hosts' events.
+  if (!network_.host_local(host)) return;
   const int k = static_cast<int>(e.kind);
   if (k >= 0 && k < 8) event_counts_[k].fetch_add(1, std::memory_order_relaxed);
   auto& log = event_logs_[network_.partition_of_host(host)];
   if (log.size() < kEventLogLimit) log.push_back({now, host, e});
+}
+
+void Traffic::write_arrivals(std::uint32_t to, Writer& w) {
+  auto& list = remote_arrivals_[to];
+  for (auto [channel, flow] : list) {
+    w.put(channel);
+    w.put(flow);
+  }
+  list.clear();
+}
+
+void Traffic::read_arrivals(Reader& r) {
+  while (!r.done()) {
+    const auto channel = r.get<std::uint32_t>();
+    const auto flow = r.get<std::uint32_t>();
+    if (channel >= channels_.size() || flow >= flows_.size()) {
+      throw std::runtime_error("an arrival between ranks names no channel or flow");
+    }
+    channels_[channel].arrivals.push_back(flow);
+  }
 }
 
 std::vector<Traffic::EventRecord> Traffic::event_log() const {

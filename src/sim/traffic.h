@@ -63,14 +63,21 @@ class Workload {
   // Creates channels and flows, posts receives, schedules the first starts.
   virtual void setup(Traffic& traffic) = 0;
   virtual void on_flow_done(Traffic&, std::uint32_t /*flow*/, SimTime /*now*/) {}
-  // Collectives: completion times of each iteration, measured from the workload start.
-  virtual std::vector<SimTime> iteration_ends() const { return {}; }
+  // Collectives: completion times of each iteration, measured from the workload start,
+  // from the run's flows.
+  virtual std::vector<SimTime> iteration_ends(const std::vector<Flow>& /*flows*/) const {
+    return {};
+  }
 };
 
 // When the network is split over partitions, hosts of different partitions call in from
 // their own threads: what they share (the channels' arrival lists, the counters and the
 // event log) is locked, atomic or kept per partition. A flow's own fields are written by
-// its two ends only in causal order, which crosses the barrier between windows.
+// its two ends only in causal order, which crosses the barrier between windows. Split
+// over ranks, each process sees only its own hosts' completions (the run merges the
+// flows at the end), a message's place in its channel's arrivals travels to the
+// target's rank with the window's packets, and a flow must start on a host of the rank
+// that starts it.
 class Traffic final : public HostListener, public EventHandler {
  public:
   Traffic(Network& network, std::uint16_t port);
@@ -100,6 +107,14 @@ class Traffic final : public HostListener, public EventHandler {
   const Workload& workload(std::uint32_t i) const { return *workloads_[i]; }
   std::uint32_t current_workload() const { return current_; }
   bool done() const { return remaining_.load(std::memory_order_relaxed) == 0; }
+  // Flows that finished in this process.
+  std::uint64_t finished() const {
+    return flows_.size() - remaining_.load(std::memory_order_relaxed);
+  }
+  // Over ranks: the arrivals posted since the last call toward hosts of partition `to`,
+  // appended to `w`; read_arrivals() adds them to the channels in the target's process.
+  void write_arrivals(std::uint32_t to, Writer& w);
+  void read_arrivals(Reader& r);
   std::uint64_t completed_bytes() const { return completed_bytes_.load(std::memory_order_relaxed); }
   std::uint64_t transport_event_count(EventKind k) const {
     return event_counts_[static_cast<int>(k)].load(std::memory_order_relaxed);
@@ -112,6 +127,9 @@ class Traffic final : public HostListener, public EventHandler {
   // In time order (partitions' records of the same time in partition order), at most
   // kEventLogLimit per partition.
   std::vector<EventRecord> event_log() const;
+  const std::vector<EventRecord>& partition_event_log(std::uint32_t p) const {
+    return event_logs_[p];
+  }
 
   void on_completion(SimTime now, std::uint32_t host, const Completion& c) override;
   void on_transport_event(SimTime now, std::uint32_t host, const Event& e) override;
@@ -136,6 +154,9 @@ class Traffic final : public HostListener, public EventHandler {
   std::atomic<std::uint64_t> completed_bytes_ = 0;
   std::atomic<std::uint64_t> event_counts_[8] = {};
   std::vector<std::vector<EventRecord>> event_logs_;  // per partition
+  // Over ranks: (channel, flow) arrivals posted for targets in another rank, by the
+  // target's partition (under arrivals_lock_).
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> remote_arrivals_;
 };
 
 }  // namespace mroce::sim

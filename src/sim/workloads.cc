@@ -1,7 +1,6 @@
 #include "sim/workloads.h"
 
 #include <algorithm>
-#include <atomic>
 #include <numeric>
 
 #include "sim/errors.h"
@@ -20,15 +19,20 @@ std::uint32_t channel_planes(const WorkloadSpec& spec, Traffic& t) {
 // Independent messages between pairs; all start at spec.start (+ jitter).
 class PairsWorkload : public Workload {
  public:
+  // `sizes`: per pair and message, pairs.size() x messages of them; empty: spec.bytes.
   PairsWorkload(const WorkloadSpec& spec,
-                std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs, std::uint64_t seed)
-      : spec_(spec), pairs_(std::move(pairs)), rng_(seed) {}
+                std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs, std::uint64_t seed,
+                std::vector<std::uint64_t> sizes = {})
+      : spec_(spec), pairs_(std::move(pairs)), sizes_(std::move(sizes)), rng_(seed) {}
 
   void setup(Traffic& t) override {
     const std::uint32_t planes = channel_planes(spec_, t);
-    for (auto [initiator, target] : pairs_) {
-      const std::uint32_t ch =
-          t.open_channels(initiator, target, spec_.messages, spec_.bytes, planes);
+    for (std::size_t i = 0; i < pairs_.size(); ++i) {
+      const auto [initiator, target] = pairs_[i];
+      const std::uint64_t* size = sizes_.empty() ? nullptr : &sizes_[i * spec_.messages];
+      const std::uint64_t largest =
+          size ? *std::max_element(size, size + spec_.messages) : spec_.bytes;
+      const std::uint32_t ch = t.open_channels(initiator, target, spec_.messages, largest, planes);
       Flow f;
       f.channel = ch;
       f.parts = planes;
@@ -40,6 +44,7 @@ class PairsWorkload : public Workload {
       std::uint32_t receives = 0;
       for (std::uint32_t m = 0; m < spec_.messages; ++m) {
         f.step = m;
+        if (size) f.bytes = size[m];
         t.start_at(at, t.add_flow(f));
         receives += f.completes_on_receive();
       }
@@ -50,6 +55,7 @@ class PairsWorkload : public Workload {
  private:
   WorkloadSpec spec_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;
+  std::vector<std::uint64_t> sizes_;
   Rng rng_;
 };
 
@@ -62,9 +68,7 @@ class RingAllReduce : public Workload {
         ranks_(ranks),
         steps_(2 * (ranks - 1)),
         total_(steps_ * spec.iterations),
-        chunk_((spec.bytes + ranks - 1) / ranks),
-        finished_(spec.iterations),
-        ends_(spec.iterations, kSimNever) {}
+        chunk_((spec.bytes + ranks - 1) / ranks) {}
 
   void setup(Traffic& t) override {
     first_ = static_cast<std::uint32_t>(t.flows().size());
@@ -87,25 +91,24 @@ class RingAllReduce : public Workload {
     for (std::uint32_t r = 0; r < ranks_; ++r) t.start_at(spec_.start, flow(r, 0));
   }
 
-  void on_flow_done(Traffic& t, std::uint32_t id, SimTime now) override {
+  void on_flow_done(Traffic& t, std::uint32_t id, SimTime) override {
     const Flow& f = t.flow(id);
     if (f.failed) return;  // the ring stops; the run reports it incomplete
     if (f.step + 1 < total_) t.start(flow(f.target, f.step + 1));
-    if (f.step % steps_ == steps_ - 1) {
-      // Ranks finish from their own partitions' threads: one of them is the last.
-      const std::uint32_t it = f.step / steps_;
-      if (finished_[it].fetch_add(1, std::memory_order_relaxed) + 1 == ranks_) {
-        ends_[it] = now - spec_.start;
-      }
-    }
   }
 
-  // Each rank ends its iterations in order, so the finished ones are a prefix.
-  std::vector<SimTime> iteration_ends() const override {
+  // An iteration ends when every rank's last step of it has; each rank ends its
+  // iterations in order, so the finished ones are a prefix.
+  std::vector<SimTime> iteration_ends(const std::vector<Flow>& flows) const override {
     std::vector<SimTime> done;
-    for (SimTime t : ends_) {
-      if (t == kSimNever) break;
-      done.push_back(t);
+    for (std::uint32_t it = 0; it < spec_.iterations; ++it) {
+      SimTime end = 0;
+      for (std::uint32_t r = 0; r < ranks_; ++r) {
+        const Flow& f = flows[flow(r, it * steps_ + steps_ - 1)];
+        if (!f.done() || f.failed) return done;
+        end = std::max(end, f.end);
+      }
+      done.push_back(end - spec_.start);
     }
     return done;
   }
@@ -122,8 +125,6 @@ class RingAllReduce : public Workload {
   std::uint32_t total_;
   std::uint64_t chunk_;
   std::uint32_t first_ = 0;
-  std::vector<std::atomic<std::uint32_t>> finished_;  // ranks done, per iteration
-  std::vector<SimTime> ends_;                         // per iteration; kSimNever: not yet
 };
 
 std::uint32_t participants(const WorkloadSpec& spec, std::uint32_t hosts) {
@@ -179,14 +180,67 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec, std::uint32_t 
       break;
     }
     case WorkloadKind::kAllToAll:
+      if (spec.peers == 0) {
+        for (std::uint32_t a = 0; a < n; ++a) {
+          for (std::uint32_t b = 0; b < n; ++b) {
+            if (a != b) pairs.emplace_back(a, b);
+          }
+        }
+        break;
+      }
+      if (spec.peers > n - 1) {
+        throw ConfigError("workload '" + spec.name + "': " + std::to_string(spec.peers) +
+                          " peers per host need " + std::to_string(spec.peers + 1) +
+                          " hosts, have " + std::to_string(n));
+      }
+      // Sparse: host a sends to a + d for `peers` distances d spread evenly over
+      // 1 .. n-1, so every host also receives from `peers` hosts.
       for (std::uint32_t a = 0; a < n; ++a) {
-        for (std::uint32_t b = 0; b < n; ++b) {
-          if (a != b) pairs.emplace_back(a, b);
+        for (std::uint32_t j = 0; j < spec.peers; ++j) {
+          const std::uint64_t d = 1 + std::uint64_t{j} * (n - 1) / spec.peers;
+          pairs.emplace_back(a, static_cast<std::uint32_t>((a + d) % n));
         }
       }
       break;
     case WorkloadKind::kRingAllReduce:
       return std::make_unique<RingAllReduce>(spec, n);
+    case WorkloadKind::kKvCache: {
+      if (spec.readers == 0 || spec.readers >= n) {
+        throw ConfigError("workload '" + spec.name +
+                          "': readers = " + std::to_string(spec.readers) + " must be from 1 to " +
+                          std::to_string(n - 1) + " (the other hosts store)");
+      }
+      const std::uint32_t storage = n - spec.readers;
+      if (spec.fanout == 0 || spec.fanout > storage) {
+        throw ConfigError("workload '" + spec.name + "': fanout = " + std::to_string(spec.fanout) +
+                          " but there are " + std::to_string(storage) + " storage hosts");
+      }
+      // Readers spread evenly over the hosts (hence over leaves and pods); the rest store.
+      std::vector<bool> is_reader(n, false);
+      for (std::uint32_t r = 0; r < spec.readers; ++r) {
+        is_reader[static_cast<std::uint64_t>(r) * n / spec.readers] = true;
+      }
+      std::vector<std::uint32_t> stores;
+      for (std::uint32_t h = 0; h < n; ++h) {
+        if (!is_reader[h]) stores.push_back(h);
+      }
+      // Each reader reads from `fanout` distinct storage hosts drawn at random (a
+      // partial Fisher-Yates shuffle), each READ of a size drawn from the list.
+      std::vector<std::uint64_t> sizes;
+      for (std::uint32_t h = 0; h < n; ++h) {
+        if (!is_reader[h]) continue;
+        for (std::uint32_t j = 0; j < spec.fanout; ++j) {
+          std::swap(stores[j], stores[j + rng.below(storage - j)]);
+          const bool read = spec.op == WrOpcode::kRdmaRead;
+          pairs.emplace_back(read ? h : stores[j], read ? stores[j] : h);
+          for (std::uint32_t m = 0; m < spec.messages; ++m) {
+            sizes.push_back(spec.sizes.empty() ? spec.bytes
+                                               : spec.sizes[rng.below(spec.sizes.size())]);
+          }
+        }
+      }
+      return std::make_unique<PairsWorkload>(spec, std::move(pairs), rng.next(), std::move(sizes));
+    }
   }
   return std::make_unique<PairsWorkload>(spec, std::move(pairs), rng.next());
 }

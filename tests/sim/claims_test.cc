@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "sim/report.h"
 #include "sim/simulation.h"
 #include "transports.h"
 
@@ -132,6 +133,24 @@ TEST(SimClaims, LossOnePercentKeepsNinetyPercentAndBeatsRoce) {
   EXPECT_GT(lossy.workloads[0].goodput_gbps, roce.workloads[0].goodput_gbps);
 }
 
+// E2 again: random loss that every path shares, up to 5% per fabric link, fails no path
+// (a failure there buys a new port that loses just the same, and costs a window).
+TEST(SimClaims, RandomLossUpToFivePercentFailsNoPath) {
+  ASSERT_TRUE(have_both()) << "mroce-sim was built without one of the engines";
+  for (const char* loss : {"0.01", "0.05"}) {
+    for (const char* seed : {"1", "5"}) {
+      std::vector<std::string> o = {std::string("loss.rate=") + loss, std::string("seed=") + seed};
+      if (kSanitized) o.push_back("topology.hosts=16");
+      const RunResult r = run("e2-loss", "mroce", o);
+      expect_all_done(r);
+      EXPECT_GT(r.drops[DropCause::kRandomLoss], 0u);
+      const auto it = r.transport_events.find("path failed");
+      EXPECT_EQ(it == r.transport_events.end() ? 0 : it->second, 0u)
+          << "loss " << loss << ", seed " << seed;
+    }
+  }
+}
+
 // E3: MetaRoCE's all-to-all bandwidth grows with the number of planes, 1 -> 2 -> 4.
 TEST(SimClaims, MultiplaneThroughputGrowsWithPlanes) {
   ASSERT_TRUE(have_both()) << "mroce-sim was built without one of the engines";
@@ -174,6 +193,39 @@ TEST(SimClaims, PlaneFailureKeepsTheRemainingPlanesBusy) {
   EXPECT_GT(before, 0);
   EXPECT_GE(after, 0.95 * (kPlanes - 1) / kPlanes * before)
       << "before " << before << " Gbit/s, after " << after << " Gbit/s";
+}
+
+// The report's path-failure totals come from the engine's counters: none on a lossless
+// fabric, and on a plane failure as many as the engine's "path failed" events, each
+// failure a re-entropy too.
+TEST(SimClaims, PathFailuresAreCounted) {
+  ASSERT_TRUE(have_both()) << "mroce-sim was built without one of the engines";
+  const RunResult clean =
+      run("e2-loss", "mroce",
+          {"loss.rate=0", "topology.hosts=16",
+           kSanitized ? "workload.0.bytes=\"1MiB\"" : "workload.0.bytes=\"4MiB\""});
+  expect_all_done(clean);
+  EXPECT_EQ(clean.transport_totals.path_failures, 0u);
+  EXPECT_EQ(clean.transport_totals.paths_home, 0u);
+
+  const RunResult failed = run(
+      "e4-plane-failure", "mroce",
+      {"topology.hosts=16", "topology.planes=4", "workload.0.bytes=\"32MiB\"",
+       "failure.0.at=\"200us\"", "failure.0.recover=\"1s\"", "transport.mroce.min_rto=\"100us\""});
+  expect_all_done(failed);
+  EXPECT_GT(failed.drops[DropCause::kBlackHole], 0u);  // the plane really failed
+  const auto& t = failed.transport_totals;
+  note(failed, "paths failed", double(t.path_failures));
+  note(failed, "re-entropies", double(t.reentropies));
+  EXPECT_GT(t.path_failures, 0u);
+  const auto it = failed.transport_events.find("path failed");
+  ASSERT_NE(it, failed.transport_events.end());
+  EXPECT_EQ(t.path_failures, it->second);
+  EXPECT_GE(t.reentropies, t.path_failures);
+  const std::string json = to_json(load_scenario("e4-plane-failure", {}), {failed});
+  EXPECT_NE(json.find("\"path_failures\": " + std::to_string(t.path_failures)), std::string::npos);
+  EXPECT_NE(text_summary(failed).find("paths failed " + std::to_string(t.path_failures)),
+            std::string::npos);
 }
 
 // E5: a READ fanned out to many hosts at once completes, and the receiver's fair share

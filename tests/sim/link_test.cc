@@ -89,6 +89,27 @@ TEST_F(LinkTest, MarksEctPacketsBetweenThresholdsOnly) {
   EXPECT_EQ(link.stats().ecn_marks, 3u);  // ECT packets 5, 7 and 9
 }
 
+TEST_F(LinkTest, MarksAtDequeueOnTheBytesLeftBehind) {
+  // Ten 1000-byte frames at once: at dequeue packet i leaves (9 - i) * 1000 bytes behind,
+  // so with step marking at 5 KB the first five ECT packets of ten are marked, the
+  // opposite of marking at enqueue (test above).
+  LinkParams lp;
+  lp.queue.ecn = true;
+  lp.queue.ecn_min_bytes = 5'000;
+  lp.queue.ecn_max_bytes = 5'000;
+  lp.queue.ecn_at_dequeue = true;
+  Link link(ctx, lp, &from, 0, &to, 0);
+  for (int i = 0; i < 10; ++i) link.enqueue(0, packet(954, i % 2 ? Ecn::kEct0 : Ecn::kNotEct));
+  run();
+  ASSERT_EQ(to.ecn.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    const bool ect = i % 2;
+    const Ecn want = ect && (9 - i) * 1000 >= 5000 ? Ecn::kCe : (ect ? Ecn::kEct0 : Ecn::kNotEct);
+    EXPECT_EQ(to.ecn[i], want) << i;
+  }
+  EXPECT_EQ(link.stats().ecn_marks, 2u);  // ECT packets 1 and 3
+}
+
 TEST_F(LinkTest, RandomLossMatchesTheConfiguredRate) {
   LinkParams lp;
   lp.loss_rate = 0.05;

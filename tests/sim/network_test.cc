@@ -169,5 +169,22 @@ TEST(Routing, PlanesAreIndependent) {
   EXPECT_EQ(net.switch_at(1, net.graph().leaves[0]).select_port(p), Switch::kNoPort);
 }
 
+TEST(Addressing, EveryHostAndPlaneReadsBackBeyondSixteenBitsOfHosts) {
+  // The first 65,535 hosts are 10.plane.hi.lo; later ones move on to 11, 12, ...
+  EXPECT_EQ(host_ip(0, 3), 10u << 24 | 3u << 16 | 1u);
+  EXPECT_EQ(host_ip(65534, 0), 10u << 24 | 0xffffu);
+  EXPECT_EQ(host_ip(65535, 2), 11u << 24 | 2u << 16);
+  for (std::uint32_t host : {0u, 1u, 65534u, 65535u, 65536u, 101'306u, kMaxHosts - 1}) {
+    for (std::uint32_t plane = 0; plane < kMaxPlanes; ++plane) {
+      const auto nic = decode_ip(host_ip(host, plane));
+      ASSERT_TRUE(nic.has_value()) << host;
+      EXPECT_EQ(nic->host, host);
+      EXPECT_EQ(nic->plane, plane);
+    }
+  }
+  EXPECT_FALSE(decode_ip(9u << 24 | 1u).has_value());
+  EXPECT_FALSE(decode_ip(10u << 24 | 1u << 16).has_value());  // hi.lo = 0 names no host
+}
+
 }  // namespace
 }  // namespace mroce::sim

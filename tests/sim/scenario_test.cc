@@ -29,6 +29,29 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
   return "";
 }
 
+TEST(Scenario, ReadsKvCacheAndLongHaulKeys) {
+  const std::vector<std::string> kv = {"workload.0.kind=kv_cache", "workload.0.readers=2",
+                                       "workload.0.fanout=3", "workload.0.sizes=\"16KiB, 1MiB\""};
+  Scenario s = parse_scenario(kBase, "file.toml", kv);
+  ASSERT_EQ(s.workloads.size(), 1u);
+  EXPECT_EQ(s.workloads[0].kind, WorkloadKind::kKvCache);
+  EXPECT_EQ(s.workloads[0].op, WrOpcode::kRdmaRead);  // kv_cache reads unless told
+  EXPECT_EQ(s.workloads[0].sizes, (std::vector<std::uint64_t>{16384, 1 << 20}));
+  EXPECT_NE(error_of(kBase, {"workload.0.kind=kv_cache", "workload.0.readers=2",
+                             "workload.0.fanout=3", "workload.0.sizes=\"16KiB, lots\""}),
+            "");
+  EXPECT_NE(error_of(kBase, {"workload.0.kind=kv_cache", "workload.0.readers=2"}), "");
+  EXPECT_NE(error_of(kBase, {"workload.0.sizes=\"16KiB\""}), "");  // not kv_cache
+  s = parse_scenario(kBase, "file.toml",
+                     {"topology.data_centers=2", "topology.long_haul_delay=\"5ms\"",
+                      "topology.long_haul_rate=\"800Gbps\"", "queue.long_haul_bytes=\"1GB\""});
+  EXPECT_EQ(s.network.topology.data_centers, 2u);
+  EXPECT_EQ(s.network.topology.long_haul_delay, 5 * kMs);
+  EXPECT_EQ(s.network.topology.long_haul_rate_bps, 800'000'000'000u);
+  EXPECT_EQ(s.long_haul_queue_bytes, 1'000'000'000u);
+  EXPECT_NE(error_of(kBase, {"topology.data_centers=3"}), "");
+}
+
 TEST(Units, ParseSizesTimesAndRates) {
   EXPECT_EQ(parse_bytes("32MB"), 32'000'000u);
   EXPECT_EQ(parse_bytes("4 KiB"), 4096u);

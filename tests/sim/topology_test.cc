@@ -28,6 +28,40 @@ TEST(Topology, FatTreeHasTheTextbookSizes) {
   }
 }
 
+TEST(Topology, TwoDataCentersJoinTheirCoresByLongHaul) {
+  TopologySpec spec;
+  spec.k = 4;
+  spec.data_centers = 2;
+  spec.long_haul_links = 2;
+  const TopologyGraph g = build_topology(spec);
+  EXPECT_EQ(g.hosts, 32u);
+  EXPECT_EQ(g.hosts_per_dc, 16u);
+  EXPECT_EQ(count_tier(g, kTierCore), 8u);
+  EXPECT_EQ(g.leaves.size(), 16u);
+  std::size_t long_haul = 0;
+  for (const auto& c : g.cables) {
+    if (!c.long_haul) continue;
+    ++long_haul;
+    EXPECT_EQ(g.tier[c.lower], kTierCore);
+    EXPECT_EQ(g.tier[c.upper], kTierCore);
+    EXPECT_EQ(g.name[c.upper], "dc1." + g.name[c.lower].substr(4));
+  }
+  EXPECT_EQ(long_haul, 4u * 2);
+  EXPECT_EQ(g.cables.size(), 2u * 32 + 8);
+  EXPECT_EQ(g.host_leaf[15], 7u);  // the second data center's hosts on its own leaves
+  EXPECT_EQ(g.host_leaf[16], 8u);
+  EXPECT_EQ(g.max_hops, 7u);
+  EXPECT_EQ(g.long_haul_hops, 1u);
+  EXPECT_EQ(g.dc_max_hops, 6u);
+  spec.long_haul_delay = 5 * kMs;
+  EXPECT_EQ(base_rtt(spec, g.max_hops, g.long_haul_hops), 2 * (2 * kUs + 4 * kUs + 5 * kMs));
+  spec.hosts = 7;
+  EXPECT_THROW(build_topology(spec), ConfigError);
+  spec.hosts = 0;
+  spec.data_centers = 3;
+  EXPECT_THROW(build_topology(spec), ConfigError);
+}
+
 TEST(Topology, FatTreeOversubscriptionPutsMoreHostsPerTor) {
   TopologySpec spec;
   spec.k = 8;

@@ -72,6 +72,27 @@ TEST(Workload, AllToAllIncastAndReads) {
   EXPECT_GE(reads.payload_bytes_delivered, 12u * 100'000u);
 }
 
+TEST(Workload, SparseAllToAllSendsToAndHearsFromPeersHostsEach) {
+  RunResult r = run_toml(std::string(kSmallFabric) +
+                         "[[workload]]\nkind = \"all_to_all\"\npeers = 3\nbytes = \"16KiB\"\n");
+  ASSERT_TRUE(r.complete);
+  ASSERT_EQ(r.flows.size(), 16u * 3u);
+  std::map<std::uint32_t, std::set<std::uint32_t>> to, from;
+  for (const Flow& f : r.flows) {
+    EXPECT_NE(f.initiator, f.target);
+    to[f.initiator].insert(f.target);
+    from[f.target].insert(f.initiator);
+  }
+  ASSERT_EQ(to.size(), 16u);
+  for (const auto& [host, peers] : to) EXPECT_EQ(peers.size(), 3u) << host;
+  for (const auto& [host, peers] : from) EXPECT_EQ(peers.size(), 3u) << host;
+  // Spread over the fabric, not only the neighbours: host 0 reaches past its leaf.
+  EXPECT_GT(*to[0].rbegin(), 8u);
+  EXPECT_THROW(
+      run_toml(std::string(kSmallFabric) + "[[workload]]\nkind = \"all_to_all\"\npeers = 16\n"),
+      ConfigError);
+}
+
 TEST(Workload, MixRunsSeveralWorkloadsAndStartsAtTheirTimes) {
   RunResult r = run_toml(std::string(kSmallFabric) +
                          "[[workload]]\nkind = \"permutation\"\nbytes = \"256KiB\"\n"

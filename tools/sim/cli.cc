@@ -48,7 +48,15 @@ struct RunArgs {
   bool no_progress = false;
 };
 
-int run(const RunArgs& a, const TransportRegistry& transports) {
+int run(RunArgs a, const TransportRegistry& transports, Ranks* ranks) {
+  if (ranks && ranks->rank() != 0) {  // the first rank reports
+    a.quiet = true;
+    a.no_progress = true;
+    a.progress = false;
+    a.json.clear();
+    a.csv.clear();
+    a.plot.clear();
+  }
   Scenario s = load_scenario(a.scenario, a.overrides);
   std::vector<std::string> names;
   const std::string choice = a.transport.empty() ? s.transport : a.transport;
@@ -76,7 +84,7 @@ int run(const RunArgs& a, const TransportRegistry& transports) {
   std::vector<RunResult> results;
   bool complete = true;
   for (const TransportInfo* t : infos) {
-    Simulation sim(scenario_for(s, t->name), *t);
+    Simulation sim(scenario_for(s, t->name), *t, ranks);
     results.push_back(sim.run(options));
     complete &= results.back().complete;
     if (!a.quiet) std::fputs(text_summary(results.back()).c_str(), stdout);
@@ -84,7 +92,7 @@ int run(const RunArgs& a, const TransportRegistry& transports) {
   if (!a.json.empty()) write_json(a.json, s, results);
   if (!a.csv.empty()) write_csv(a.csv, results);
   if (!a.plot.empty()) write_plots(a.plot, s, results);
-  if (!complete) {
+  if (!complete && (!ranks || ranks->rank() == 0)) {
     std::fprintf(stderr, "mroce-sim: some flows did not complete (stop time reached or stalled)\n");
   }
   return 0;
@@ -100,7 +108,7 @@ Scenario scenario_for(const Scenario& s, const std::string& transport) {
   return out;
 }
 
-int run_cli(int argc, const char* const* argv, const TransportRegistry& transports) {
+int run_cli(int argc, const char* const* argv, const TransportRegistry& transports, Ranks* ranks) {
   CLI::App app{"mroce-sim: packet-level simulator for MetaRoCE and RoCEv2 fabrics"};
   app.require_subcommand(1);
   auto* list = app.add_subcommand("list", "Show the named scenarios");
@@ -131,12 +139,17 @@ int run_cli(int argc, const char* const* argv, const TransportRegistry& transpor
     if (*list) return list_scenarios();
     if (*show) return show_scenario(show_name);
     if (*tr) return list_transports(transports);
-    return run(a, transports);
+    return run(a, transports, ranks);
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "mroce-sim: error: %s\n", e.what());
+    // Every rank reads the same input: the first one says what is wrong with it.
+    if (!ranks || ranks->rank() == 0) std::fprintf(stderr, "mroce-sim: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "mroce-sim: failed: %s\n", e.what());
+    if (ranks && ranks->size() > 1) {
+      std::fprintf(stderr, "mroce-sim: rank %u failed: %s\n", ranks->rank(), e.what());
+    } else {
+      std::fprintf(stderr, "mroce-sim: failed: %s\n", e.what());
+    }
     return 1;
   }
 }
