@@ -7,9 +7,11 @@ packages=(
   clang-tidy libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   liburing-dev libibverbs-dev libbpf-dev
-  ibverbs-utils perftest
+  ibverbs-utils perftest librdmacm-dev rdmacm-utils ucx-utils libfabric-bin
+  openmpi-bin libopenmpi-dev
   iproute2 nftables iperf3 ethtool tshark mptcpize shellcheck
-  gnuplot-nox python3 python3-matplotlib
+  sockperf linux-perf
+  gnuplot-nox python3 python3-matplotlib python3-scapy python3-pytest
 )
 
 missing=()

@@ -9,6 +9,8 @@ import statistics
 import sys
 
 work = sys.argv[1]
+# The report this run replaces: a run without the testbed keeps its testbed sections.
+previous_path = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def load(path):
@@ -39,6 +41,60 @@ def last_line(path):
         return lines[-1] if lines else None
     except OSError:
         return None
+
+
+def cpu_ms(path):
+    """Milliseconds of CPU from `perf stat -x, -e task-clock -o path`."""
+    try:
+        with open(path) as f:
+            for line in f:
+                fields = line.strip().split(",")
+                if len(fields) > 2 and fields[2].startswith("task-clock"):
+                    return float(fields[0])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def ns_per_kib(ms, nbytes):
+    return None if ms is None or not nbytes else ms * 1e6 / (nbytes / 1024)
+
+
+def perftest_row(path, columns):
+    """The numbers of perftest's result row (the line after its header)."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for i, line in enumerate(lines):
+        if line.strip().startswith("#bytes") and i + 1 < len(lines):
+            values = lines[i + 1].split()
+            names = line.split()
+            try:
+                return {c: float(values[names.index(c)]) for c in columns}
+            except (ValueError, IndexError):
+                return None
+    return None
+
+
+def sockperf_median(path):
+    try:
+        with open(path) as f:
+            for line in f:
+                if "percentile 50.000" in line:
+                    return float(line.split("=")[-1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+figures = []  # rows of the figures table: figure, value, peer, ratio, target, verdict, command
+
+
+def figure(name, value, peer, r, goal, ok, command):
+    figures.append(f"| {name} | {value} | {peer} | {fmt(r)} | {goal} | "
+                   f"{'-' if goal == 'report' else 'n/a' if r is None else verdict(ok)} | `{command}` |")
 
 
 def verdict(ok):
@@ -82,36 +138,115 @@ w("MetaRoCE: `mroce-perf` client and server processes, 16 paths, MTU 4096, progr
   "message) and one receiver (recvmmsg, UDP GRO), datagrams of the same size as the stack's "
   "WRITE packets, no copy into final memory.")
 w("")
-w("| run | MetaRoCE Gbit/s | raw UDP Gbit/s | ratio |")
-w("| --- | ---: | ---: | ---: |")
-mroce_a, raw_a = [], []
+w("TCP: `iperf3`, one stream, over loopback, in the same run.")
+w("")
+w("| run | MetaRoCE Gbit/s | raw UDP Gbit/s | ratio | iperf3 TCP Gbit/s | ratio |")
+w("| --- | ---: | ---: | ---: | ---: | ---: |")
+mroce_a, raw_a, tcp_a = [], [], []
+cpu_rows = []
+syscalls = {"client": [], "server": []}
 for r in range(1, repeat + 1):
     m = load(f"{work}/a-mroce-{r}.json")
     x = load(f"{work}/a-raw-{r}.json")
+    t = load(f"{work}/a-tcp-{r}.json")
     mg = m["results"][0]["gbit_s"] if m else None
     xg = x["gbit_s"] if x else None
+    tg = t["end"]["sum_received"]["bits_per_second"] / 1e9 if t and "end" in t else None
     mroce_a.append(mg)
     raw_a.append(xg)
-    w(f"| {r} | {fmt(mg)} | {fmt(xg)} | {fmt(ratio(mg, xg))} |")
+    tcp_a.append(tg)
+    w(f"| {r} | {fmt(mg)} | {fmt(xg)} | {fmt(ratio(mg, xg))} | {fmt(tg)} | {fmt(ratio(mg, tg))} |")
+    mbytes = mg * 1e9 / 8 * m["results"][0]["seconds"] if m else None
+    xbytes = x["gbit_s"] * 1e9 / 8 * x["seconds"] if x else None
+    tbytes = t["end"]["sum_received"]["bytes"] if t and "end" in t else None
+    cpu_rows.append((
+        ns_per_kib(cpu_ms(f"{work}/a-mroce-{r}.json.client-cpu"), mbytes),
+        ns_per_kib(cpu_ms(f"{work}/a-mroce-{r}.json.server-cpu"), mbytes),
+        ns_per_kib(cpu_ms(f"{work}/a-raw-{r}.send-cpu"), xbytes),
+        ns_per_kib(cpu_ms(f"{work}/a-raw-{r}.recv-cpu"), xbytes),
+        ns_per_kib(cpu_ms(f"{work}/a-tcp-{r}.client-cpu"), tbytes),
+        ns_per_kib(cpu_ms(f"{work}/a-tcp-{r}.server-cpu"), tbytes)))
+    if m:
+        c, sv = m["client"]["datapath"], m["server"]["datapath"]
+        data = sv["rx_datagrams"] or None
+        syscalls["client"].append(
+            (c["tx_syscalls"], c["rx_syscalls"], c["tx_datagrams"], ratio(c["tx_syscalls"] + c["rx_syscalls"], c["tx_datagrams"])))
+        syscalls["server"].append(
+            (sv["rx_syscalls"], sv["tx_syscalls"], sv["rx_datagrams"], ratio(sv["tx_syscalls"] + sv["rx_syscalls"], data)))
 ra = ratio(median(mroce_a), median(raw_a))
-w(f"| median | {fmt(median(mroce_a))} | {fmt(median(raw_a))} | {fmt(ra)} |")
+rt = ratio(median(mroce_a), median(tcp_a))
+w(f"| median | {fmt(median(mroce_a))} | {fmt(median(raw_a))} | {fmt(ra)} | {fmt(median(tcp_a))} | {fmt(rt)} |")
 w("")
 w(f"Target: at least 0.80 of raw UDP. Measured {fmt(ra)}: "
-  f"{target(f'loopback WRITE bandwidth {fmt(ra)} of raw UDP (target 0.80)', ra is not None and ra >= 0.8)}.")
+  f"{target(f'loopback WRITE bandwidth {fmt(ra)} of raw UDP (target 0.80)', ra is not None and ra >= 0.8)}. "
+  f"At least iperf3 TCP: {fmt(rt)}, "
+  f"{target(f'loopback WRITE bandwidth {fmt(rt)} of iperf3 TCP, one stream (target 1)', rt is not None and rt >= 1)}.")
 w("")
+figure("loopback 64 KiB WRITE", f"{fmt(median(mroce_a))} Gbit/s", f"raw UDP GSO/GRO {fmt(median(raw_a))} Gbit/s",
+       ra, ">= 0.80", ra is not None and ra >= 0.8, "mroce-perf client 127.0.0.1 -s 65536 -D S --rate 100000")
+figure("loopback 64 KiB WRITE", f"{fmt(median(mroce_a))} Gbit/s", f"iperf3 TCP x1 {fmt(median(tcp_a))} Gbit/s",
+       rt, ">= 1", rt is not None and rt >= 1, "iperf3 -c 127.0.0.1 -t S -J")
+
+w("### CPU time per KiB moved, each end")
+w("")
+w("`perf stat -e task-clock` of each process (every thread, user and kernel time; this "
+  "machine's perf has no cycle counter), divided by the bytes the run moved. Loopback "
+  "does the kernel's receive processing partly in the sender's system calls, the same "
+  "way for all three.")
+w("")
+w("| run | MetaRoCE sender ns/KiB | MetaRoCE receiver | raw UDP sender | raw UDP receiver | "
+  "TCP sender | TCP receiver |")
+w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for r, row in enumerate(cpu_rows, 1):
+    w(f"| {r} | " + " | ".join(fmt(v, 0) for v in row) + " |")
+med = [median([row[i] for row in cpu_rows]) for i in range(6)]
+w("| median | " + " | ".join(fmt(v, 0) for v in med) + " |")
+w("")
+for end, i in (("sender", 0), ("receiver", 1)):
+    figure(f"CPU per KiB, {end}", f"{fmt(med[i], 0)} ns", f"raw UDP {fmt(med[i + 2], 0)} ns",
+           ratio(med[i], med[i + 2]), "report", True, "perf stat -x, -e task-clock -- ...")
+    figure(f"CPU per KiB, {end}", f"{fmt(med[i], 0)} ns", f"iperf3 TCP {fmt(med[i + 4], 0)} ns",
+           ratio(med[i], med[i + 4]), "report", True, "perf stat -x, -e task-clock -- ...")
+
+w("### System calls per datagram, each end")
+w("")
+w("From the stack's own datapath counters (`mroce-perf --json`): the sender's `sendmmsg` "
+  "and `recvmmsg` calls (data out, acknowledgements in) per data datagram sent, the "
+  "receiver's per data datagram received.")
+w("")
+w("| run | sender sends | sender reads | data datagrams | sender per datagram | "
+  "receiver reads | receiver sends | receiver per datagram |")
+w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for r in range(len(syscalls["client"])):
+    c = syscalls["client"][r]
+    sv = syscalls["server"][r]
+    w(f"| {r + 1} | {c[0]} | {c[1]} | {c[2]} | {fmt(c[3], 3)} | {sv[0]} | {sv[1]} | {fmt(sv[3], 3)} |")
+sc = median([c[3] for c in syscalls["client"]])
+ss = median([c[3] for c in syscalls["server"]])
+w("")
+w(f"Target: at most 0.1 per datagram at each end. Sender {fmt(sc, 3)}: "
+  f"{target(f'system calls per datagram, sender, {fmt(sc, 3)} (target 0.1)', sc is not None and sc <= 0.1)}; "
+  f"receiver {fmt(ss, 3)}: "
+  f"{target(f'system calls per datagram, receiver, {fmt(ss, 3)} (target 0.1)', ss is not None and ss <= 0.1)}.")
+w("")
+for end, v in (("sender", sc), ("receiver", ss)):
+    figure(f"system calls per datagram, {end}", fmt(v, 3), "-", v, "<= 0.1", v is not None and v <= 0.1,
+           "mroce-perf --json: datapath tx/rx_syscalls")
 
 # (b) latency
 w("## (b) 8-byte ping-pong latency (half round trip, median)")
 w("")
 w("Polling: `mroce-perf --lat` WRITE ping-pong (each side polls its memory, like "
   "`ib_write_lat`), both ends in manual progress, against a raw UDP ping-pong spinning on "
-  "non-blocking reads. Sleeping: SEND/receive ping-pong with progress threads and the "
+  "non-blocking reads. Busy: the same WRITE ping-pong with busy-poll progress (the "
+  "application's polls make the steps, the progress thread parks). Sleeping: SEND/receive ping-pong with progress threads and the "
   "application asleep on completion events, against a raw UDP ping-pong in blocking reads.")
 w("")
 w("| mode | run | MetaRoCE µs | raw UDP µs | ratio |")
 w("| --- | --- | ---: | ---: | ---: |")
 lat_ratio = {}
-for mode, mine, raw in (("polling", "manual", "rawbusy"), ("sleeping", "thread", "rawblock")):
+for mode, mine, raw in (("polling", "manual", "rawbusy"), ("busy", "busy", "rawbusy"),
+                        ("sleeping", "thread", "rawblock")):
     ms, xs = [], []
     for r in range(1, repeat + 1):
         m = load(f"{work}/b-{mine}-{r}.json")
@@ -124,10 +259,32 @@ for mode, mine, raw in (("polling", "manual", "rawbusy"), ("sleeping", "thread",
     lat_ratio[mode] = ratio(median(ms), median(xs))
     w(f"| {mode} | median | {fmt(median(ms))} | {fmt(median(xs))} | {fmt(lat_ratio[mode])} |")
 w("")
+sp = median([sockperf_median(f"{work}/b-sockperf-{r}.out") for r in range(1, repeat + 1)])
+w("")
+w(f"sockperf ping-pong (14-byte messages, its smallest; blocking reads at both ends), "
+  f"median of the runs' medians: {fmt(sp)} µs.")
+lat_med = {}
+for mode, mine in (("polling", "manual"), ("busy", "busy"), ("sleeping", "thread")):
+    vals = []
+    for r in range(1, repeat + 1):
+        m = load(f"{work}/b-{mine}-{r}.json")
+        vals.append(m["results"][0]["median_us"] if m else None)
+    lat_med[mode] = median(vals)
 lp = lat_ratio.get("polling")
 ls = lat_ratio.get("sleeping")
+lb = lat_ratio.get("busy")
+for mode, cmd in (("polling", "--progress manual"), ("busy", "--progress busy"),
+                  ("sleeping", "--test send --progress thread")):
+    peer = "raw UDP, blocking" if mode == "sleeping" else "raw UDP, spinning"
+    figure(f"8-byte ping-pong, {mode}", f"{fmt(lat_med[mode])} µs", peer, lat_ratio.get(mode), "<= 1.3",
+           lat_ratio.get(mode) is not None and lat_ratio[mode] <= 1.3, f"mroce-perf client --lat -s 8 {cmd}")
+    rs = ratio(lat_med[mode], sp)
+    figure(f"8-byte ping-pong, {mode}", f"{fmt(lat_med[mode])} µs", f"sockperf {fmt(sp)} µs", rs, "<= 1.3",
+           rs is not None and rs <= 1.3, "sockperf ping-pong -m 14 -t 3")
 w(f"Target: at most 1.3 times raw UDP. Polling: {fmt(lp)}, "
   f"{target(f'8-byte latency, polling, {fmt(lp)} x raw UDP (target 1.3)', lp is not None and lp <= 1.3)}; "
+  f"busy: {fmt(lb)}, "
+  f"{target(f'8-byte latency, busy polling, {fmt(lb)} x raw UDP (target 1.3)', lb is not None and lb <= 1.3)}; "
   f"sleeping: {fmt(ls)}, "
   f"{target(f'8-byte latency, sleeping, {fmt(ls)} x raw UDP (target 1.3)', ls is not None and ls <= 1.3)}.")
 w("")
@@ -274,6 +431,119 @@ if dmeta:
       f"{target(f'spine black-holed: {how} (target 1000 ms)', ok)}.")
     w("")
 
+# (e) perftest over the stand-in
+if glob.glob(f"{work}/e-bw-*.out"):
+    w("## (e) perftest over the stand-in Verbs library")
+    w("")
+    w("`ib_write_bw` (64 KiB, progress threads, `--rate 100000` at both ends) and "
+      "`ib_write_lat` (8 bytes, busy-poll progress) run unchanged over the stand-in "
+      "`libibverbs` (`mroce-run`), each alternating with `mroce-perf` with the same settings.")
+    w("")
+    w("| run | ib_write_bw Gbit/s | mroce-perf Gbit/s | ratio | ib_write_lat typical µs | "
+      "mroce-perf median µs | ratio |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    eb, em, el, eml = [], [], [], []
+    for r in range(1, repeat + 1):
+        row = None
+        try:
+            with open(f"{work}/e-bw-{r}.out") as f:
+                lines = f.read().splitlines()
+            for i, line in enumerate(lines):
+                if "BW average" in line and i + 1 < len(lines):
+                    row = float(lines[i + 1].split()[3])
+        except (OSError, ValueError, IndexError):
+            row = None
+        lat = perftest_row(f"{work}/e-lat-{r}.out", ["t_typical[usec]"])
+        lat = lat["t_typical[usec]"] if lat else None
+        m = load(f"{work}/e-mroce-bw-{r}.json")
+        ml = load(f"{work}/e-mroce-lat-{r}.json")
+        mg = m["results"][0]["gbit_s"] if m else None
+        mlv = ml["results"][0]["median_us"] if ml else None
+        eb.append(row)
+        em.append(mg)
+        el.append(lat)
+        eml.append(mlv)
+        w(f"| {r} | {fmt(row)} | {fmt(mg)} | {fmt(ratio(row, mg))} | {fmt(lat)} | {fmt(mlv)} | "
+          f"{fmt(ratio(lat, mlv))} |")
+    rb = ratio(median(eb), median(em))
+    rl = ratio(median(el), median(eml))
+    w(f"| median | {fmt(median(eb))} | {fmt(median(em))} | {fmt(rb)} | {fmt(median(el))} | "
+      f"{fmt(median(eml))} | {fmt(rl)} |")
+    w("")
+    okb = rb is not None and rb >= 0.9
+    okl = rl is not None and rl <= 1.1
+    w(f"Target: within 10% of mroce-perf. Bandwidth {fmt(rb)}: "
+      f"{target(f'ib_write_bw over the stand-in, {fmt(rb)} of mroce-perf (target 0.90)', okb)}; "
+      f"latency {fmt(rl)}: "
+      f"{target(f'ib_write_lat over the stand-in, {fmt(rl)} x mroce-perf (target 1.10)', okl)}.")
+    w("")
+    figure("ib_write_bw, 64 KiB", f"{fmt(median(eb))} Gbit/s", f"mroce-perf {fmt(median(em))} Gbit/s", rb,
+           ">= 0.90", okb, "mroce-run --rate 100000 -- ib_write_bw -s 65536 -D S --report_gbits")
+    figure("ib_write_lat, 8 B", f"{fmt(median(el))} µs", f"mroce-perf {fmt(median(eml))} µs", rl,
+           "<= 1.10", okl, "mroce-run --progress busy -- ib_write_lat -s 8 -n 20000")
+
+# (f) placement
+if glob.glob(f"{work}/f-copy-*.json"):
+    w("## (f) Receive: one copy, or the header first and the payload straight into place")
+    w("")
+    w("Raw UDP, the same sender as (a) (15 datagrams of the stack's WRITE size per GSO "
+      "message); the receiver puts every payload after its 56-byte header into a 64 MiB "
+      "buffer standing for registered memory. copy: GRO reads (recvmmsg), then memcpy. "
+      "peek: `MSG_PEEK` of the header, then `recvmsg` into [header, final memory], one "
+      "datagram per read (GRO cannot be used: a coalesced read would need every header "
+      "first). scatter: GRO; peek the first header, then one `recvmsg` whose iovecs "
+      "alternate headers and consecutive places in final memory: the best case, a train "
+      "of consecutive segments of one WRITE. CPU: the receiver's task-clock per KiB.")
+    w("")
+    w("| run | copy Gbit/s | ns/KiB | peek Gbit/s | ns/KiB | scatter Gbit/s | ns/KiB |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    per = {"copy": [], "peek": [], "scatter": []}
+    for r in range(1, repeat + 1):
+        cells = []
+        for place in ("copy", "peek", "scatter"):
+            x = load(f"{work}/f-{place}-{r}.json")
+            g = x["gbit_s"] if x else None
+            nb = x["gbit_s"] * 1e9 / 8 * x["seconds"] if x else None
+            c = ns_per_kib(cpu_ms(f"{work}/f-{place}-{r}.recv-cpu"), nb)
+            per[place].append(c)
+            cells += [fmt(g), fmt(c, 0)]
+        w(f"| {r} | " + " | ".join(cells) + " |")
+    meds = {k: median(v) for k, v in per.items()}
+    w(f"| median | | {fmt(meds['copy'], 0)} | | {fmt(meds['peek'], 0)} | | {fmt(meds['scatter'], 0)} |")
+    w("")
+    for place in ("peek", "scatter"):
+        figure(f"receiver CPU per KiB, {place}", f"{fmt(meds[place], 0)} ns", f"copy {fmt(meds['copy'], 0)} ns",
+               ratio(meds[place], meds["copy"]), "report", True,
+               f"mroce-udp-blaster recv --place {place} --size 4152")
+
+# Without the testbed, the previous report's testbed sections stay, marked as such.
+kept_summary = []
+if not glob.glob(f"{work}/c-mroce-*.json") and not dmeta and previous_path:
+    try:
+        with open(previous_path) as f:
+            old = f.read()
+    except OSError:
+        old = ""
+    start = old.find("## (c)")
+    if start < 0:
+        start = old.find("## (d)")
+    end = old.find("## Commands", start)
+    if start >= 0 and end > start:
+        stamp = old.split("Generated by `bench/net/run.sh` on ", 1)[-1].split(" ", 1)[0]
+        w(f"*The testbed sections below are from the run of {stamp}: this run left the "
+          "testbed out (`--no-testbed`).*")
+        w("")
+        out.extend(old[start:end].rstrip().splitlines())
+        w("")
+        in_targets = False
+        for line in old.splitlines():
+            if line.startswith("## Targets"):
+                in_targets = True
+            elif line.startswith("## "):
+                in_targets = False
+            elif in_targets and line.startswith("- ") and ("testbed" in line or "spine" in line):
+                kept_summary.append(line.replace(": **", f" (run of {stamp}): **", 1))
+
 w("## Commands")
 w("")
 w("```")
@@ -283,9 +553,18 @@ except OSError:
     pass
 w("```")
 out[summary_at:summary_at] = [
+    "## Figures",
+    "",
+    "| figure | value | peer | ratio | target | met/missed | command |",
+    "| --- | ---: | --- | ---: | --- | --- | --- |",
+    *figures,
+    "",
+    "\"report\": no target, the figure is for comparison.",
+    "",
     "## Targets",
     "",
     *summary,
+    *kept_summary,
     "",
     "Why the misses happen, and what would close them: `docs/STACK.md`, \"Performance notes\".",
     "",

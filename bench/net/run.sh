@@ -3,11 +3,18 @@
 # yardsticks in one run, written to docs/results/stack.md (quoted as ratios):
 #   (a) loopback WRITE bandwidth at 64 KiB messages (mroce-perf, two processes) against
 #       raw UDP of the same datagram size (mroce-udp-blaster: GSO sender, GRO receiver);
-#   (b) 8-byte ping-pong latency against a raw UDP ping-pong, polling and sleeping;
+#       and against iperf3 TCP (one stream), with the CPU time of each end per byte
+#       (perf stat task-clock) and the stack's system calls per datagram;
+#   (b) 8-byte ping-pong latency against a raw UDP ping-pong, polling and sleeping, and
+#       against sockperf ping-pong;
 #   (c) goodput on the 4-spine testbed (4 x 1 Gbit/s HTB, MTU 4200) at 0, 1 and 10%
 #       loss: MetaRoCE, the RoCEv2 baseline, and tools/testbed/tcp-baseline.sh (TCP
 #       cubic and bbr, one stream and -P4, MPTCP), alternating per loss rate;
-#   (d) a spine black-holed mid-transfer: time until goodput is back to 3/4 of before.
+#   (d) a spine black-holed mid-transfer: time until goodput is back to 3/4 of before;
+#   (e) perftest (ib_write_bw, ib_write_lat) over the stand-in Verbs library against
+#       mroce-perf with the same settings (loopback);
+#   (f) the receiver's placement into final memory, raw UDP: a copy after a GRO read,
+#       against reading the header first (MSG_PEEK) and the payload straight into place.
 # Needs root for the testbed (parts (c) and (d)); --no-testbed leaves them out.
 set -euo pipefail
 
@@ -67,10 +74,14 @@ done
 [[ $ecn_pps =~ ^[0-9]+$ ]] || die "--ecn must be a whole number"
 perf=$build/tools/perf/mroce-perf
 blaster=$build/bench/net/mroce-udp-blaster
+run_verbs=$build/tools/verbs/mroce-run
+for tool in iperf3 sockperf ib_write_bw ib_write_lat perf; do
+  command -v "$tool" >/dev/null || die "$tool is missing (scripts/install-deps.sh installs it)"
+done
 [[ -f $build/CMakeCache.txt ]] || die "no configured build tree in $build (scripts/build.sh makes one)"
 # Always brought up to date: binaries left from other sources would measure them.
-cmake --build "$build" --target mroce-perf mroce-udp-blaster >/dev/null ||
-  die "could not build mroce-perf and mroce-udp-blaster in $build"
+cmake --build "$build" --target mroce-perf mroce-udp-blaster mroce_verbs mroce-run >/dev/null ||
+  die "could not build mroce-perf, mroce-udp-blaster and the Verbs stand-in in $build"
 TESTBED=$root/tools/testbed/testbed
 if ((testbed)); then
   (($(id -u) == 0)) || die "the testbed parts need root (or pass --no-testbed)"
@@ -95,7 +106,17 @@ note() { commands+=("$*"); }
   echo " \"repeat\": $repeat, \"seconds\": $seconds, \"ecn_pps\": $ecn_pps}"
 } >"$work/meta.json"
 
-# loopback_pair FILE SERVER_ARGS... -- CLIENT_ARGS...: one mroce-perf run over loopback.
+# cpu FILE COMMAND...: runs COMMAND, writing the CPU time it took (all its threads, user
+# and kernel; perf stat task-clock, milliseconds) to FILE. This machine's perf has no
+# cycle counter (a VM), so CPU time stands for cycles.
+cpu() {
+  local file=$1
+  shift
+  perf stat -x, -e task-clock -o "$file" -- "$@"
+}
+
+# loopback_pair FILE SERVER_ARGS... -- CLIENT_ARGS...: one mroce-perf run over loopback;
+# the CPU time of each end goes to FILE.server-cpu and FILE.client-cpu.
 loopback_pair() {
   local file=$1 port
   shift
@@ -104,10 +125,40 @@ loopback_pair() {
   shift
   cargs=("$@")
   port=$(free_port)
-  "$perf" server --once --port 0 --tcp-port "$port" "${sargs[@]}" >/dev/null 2>&1 &
+  cpu "$file.server-cpu" "$perf" server --once --port 0 --tcp-port "$port" "${sargs[@]}" \
+    >/dev/null 2>&1 &
   server_pid=$!
-  "$perf" client 127.0.0.1 --tcp-port "$port" --json "$file" "${cargs[@]}" >/dev/null
+  cpu "$file.client-cpu" "$perf" client 127.0.0.1 --tcp-port "$port" --json "$file" \
+    "${cargs[@]}" >/dev/null
   wait "$server_pid"
+  server_pid=""
+}
+
+# wait_listen t|u PORT: until a TCP or UDP socket listens on PORT (at most 5 s).
+wait_listen() {
+  local kind=$1 port=$2
+  for _ in $(seq 100); do
+    ss -Hln"$kind" "sport = :$port" | grep -q . && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# verbs_pair FILE PERFTEST_ARGS...: a perftest program between two processes over the
+# stand-in Verbs library; the client's output goes to FILE.
+verbs_pair() {
+  local file=$1 port base
+  shift
+  port=$(free_port)
+  # Both ends must share the base UDP port: each finds its peer's port from it.
+  base=$((20000 + RANDOM % 20000))
+  MROCE_PORT=$base timeout $((seconds * 4 + 60)) "$run_verbs" --planes 127.0.0.1 "${verbs_opts[@]}" -- \
+    "$@" -p "$port" >"$file.server" 2>&1 &
+  server_pid=$!
+  wait_listen t "$port" || echo "run.sh: the perftest server did not listen" >&2
+  MROCE_PORT=$base timeout $((seconds * 4 + 60)) "$run_verbs" --planes 127.0.0.1 "${verbs_opts[@]}" -- \
+    "$@" -p "$port" 127.0.0.1 >"$file" 2>&1 || echo "run.sh: perftest failed: $(tail -1 "$file")" >&2
+  wait "$server_pid" || true
   server_pid=""
 }
 
@@ -117,18 +168,28 @@ size=$((mtu + 56))  # a WRITE datagram: 56 bytes of MetaRoCE headers, then the p
 for ((r = 1; r <= repeat; r++)); do
   log "(a) loopback WRITE bandwidth, run $r of $repeat"
   loopback_pair "$work/a-mroce-$r.json" --rate 100000 -- -s 65536 -D "$seconds" --rate 100000
-  "$blaster" recv >"$work/a-raw-$r.out" &
+  cpu "$work/a-raw-$r.recv-cpu" "$blaster" recv >"$work/a-raw-$r.out" &
   rx=$!
   for _ in $(seq 50); do [[ -s $work/a-raw-$r.out ]] && break; sleep 0.05; done
-  "$blaster" send --to 127.0.0.1 --port "$(head -n 1 "$work/a-raw-$r.out")" --size "$size" \
-    --gso 15 --seconds "$seconds" >/dev/null
+  cpu "$work/a-raw-$r.send-cpu" "$blaster" send --to 127.0.0.1 \
+    --port "$(head -n 1 "$work/a-raw-$r.out")" --size "$size" --gso 15 --seconds "$seconds" >/dev/null
   wait "$rx"
   tail -n 1 "$work/a-raw-$r.out" >"$work/a-raw-$r.json"
+  port=$(free_port)
+  cpu "$work/a-tcp-$r.server-cpu" iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
+  server_pid=$!
+  wait_listen t "$port" || echo "run.sh: iperf3 did not listen" >&2
+  cpu "$work/a-tcp-$r.client-cpu" iperf3 -c 127.0.0.1 -p "$port" -t "$seconds" -J \
+    >"$work/a-tcp-$r.json" || echo "run.sh: iperf3 failed" >&2
+  wait "$server_pid" || true
+  server_pid=""
 done
 note "mroce-perf server --once --port 0 --tcp-port PORT --rate 100000"
 note "mroce-perf client 127.0.0.1 --tcp-port PORT -s 65536 -D $seconds --rate 100000 --json FILE"
 note "mroce-udp-blaster recv   # prints its port"
 note "mroce-udp-blaster send --to 127.0.0.1 --port PORT --size $size --gso 15 --seconds $seconds"
+note "iperf3 -s -1 -p PORT; iperf3 -c 127.0.0.1 -p PORT -t $seconds -J"
+note "perf stat -x, -e task-clock -o FILE -- COMMAND   # every process of (a), both ends"
 
 # ---- (b) latency ------------------------------------------------------------------------
 for ((r = 1; r <= repeat; r++)); do
@@ -138,6 +199,17 @@ for ((r = 1; r <= repeat; r++)); do
   loopback_pair "$work/b-thread-$r.json" --progress thread -- --lat --test send -s 8 -n 20000 \
     --progress thread
   "$blaster" lat --size 8 --iters 20000 >"$work/b-rawblock-$r.json"
+  loopback_pair "$work/b-busy-$r.json" --progress busy -- --lat -s 8 -n 20000 --progress busy
+  # sockperf's smallest message is 14 bytes; blocking reads (its default) at both ends.
+  port=$(free_port)
+  sockperf server -i 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+  server_pid=$!
+  wait_listen u "$port" || echo "run.sh: sockperf did not listen" >&2
+  sockperf ping-pong -i 127.0.0.1 -p "$port" -m 14 -t 3 >"$work/b-sockperf-$r.out" 2>&1 ||
+    echo "run.sh: sockperf failed" >&2
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
 done
 note "mroce-perf server --once --port 0 --tcp-port PORT --progress manual"
 note "mroce-perf client 127.0.0.1 --tcp-port PORT --lat -s 8 -n 20000 --progress manual --json FILE"
@@ -145,6 +217,39 @@ note "mroce-udp-blaster lat --size 8 --iters 20000 --busy"
 note "mroce-perf server --once --port 0 --tcp-port PORT --progress thread"
 note "mroce-perf client 127.0.0.1 --tcp-port PORT --lat --test send -s 8 -n 20000 --progress thread --json FILE"
 note "mroce-udp-blaster lat --size 8 --iters 20000"
+note "mroce-perf server --once --port 0 --tcp-port PORT --progress busy"
+note "mroce-perf client 127.0.0.1 --tcp-port PORT --lat -s 8 -n 20000 --progress busy --json FILE"
+note "sockperf server -i 127.0.0.1 -p PORT; sockperf ping-pong -i 127.0.0.1 -p PORT -m 14 -t 3"
+
+# ---- (e) perftest over the stand-in Verbs library ----------------------------------------
+# Against mroce-perf's runs of (a) and (b) with the same settings, alternating with them.
+for ((r = 1; r <= repeat; r++)); do
+  log "(e) ib_write_bw and ib_write_lat over the stand-in, run $r of $repeat"
+  verbs_opts=(--rate 100000)
+  verbs_pair "$work/e-bw-$r.out" ib_write_bw -s 65536 -D "$seconds" --report_gbits
+  loopback_pair "$work/e-mroce-bw-$r.json" --rate 100000 -- -s 65536 -D "$seconds" --rate 100000
+  verbs_opts=(--progress busy)
+  verbs_pair "$work/e-lat-$r.out" ib_write_lat -s 8 -n 20000
+  loopback_pair "$work/e-mroce-lat-$r.json" --progress busy -- --lat -s 8 -n 20000 --progress busy
+done
+note "mroce-run --planes 127.0.0.1 --rate 100000 -- ib_write_bw -s 65536 -D $seconds --report_gbits -p PORT [127.0.0.1]"
+note "mroce-run --planes 127.0.0.1 --progress busy -- ib_write_lat -s 8 -n 20000 -p PORT [127.0.0.1]"
+
+# ---- (f) placement into final memory ----------------------------------------------------
+for ((r = 1; r <= repeat; r++)); do
+  for place in copy peek scatter; do
+    log "(f) raw UDP receiver, --place $place, run $r of $repeat"
+    f=$work/f-$place-$r
+    cpu "$f.recv-cpu" "$blaster" recv --place "$place" --size "$size" >"$f.out" &
+    rx=$!
+    for _ in $(seq 50); do [[ -s $f.out ]] && break; sleep 0.05; done
+    "$blaster" send --to 127.0.0.1 --port "$(head -n 1 "$f.out")" --size "$size" --gso 15 \
+      --seconds "$seconds" >/dev/null
+    wait "$rx"
+    tail -n 1 "$f.out" >"$f.json"
+  done
+done
+note "mroce-udp-blaster recv --place copy|peek|scatter --size $size   # with perf stat -e task-clock"
 
 if ((testbed)); then
   tb() { "$TESTBED" --name "$name" "$@"; }
@@ -233,7 +338,8 @@ fi
 
 printf '%s\n' "${commands[@]}" >"$work/commands.txt"
 mkdir -p "$(dirname "$out")"
-python3 "$here/report.py" "$work" >"$out"
+python3 "$here/report.py" "$work" "$out" >"$work/report.md"
+mv "$work/report.md" "$out"
 if [[ -n $raw ]]; then
   mkdir -p "$raw"
   cp -r "$work"/. "$raw"/

@@ -2,7 +2,13 @@
 //   bandwidth: a sender pushing datagrams of one size with UDP GSO (sendmmsg, up to 64 KiB
 //   per message) to a receiver reading with UDP GRO (recvmmsg), in two threads of one
 //   process or in two processes (send / recv);
-//   latency: a ping-pong of small datagrams between two threads, blocking or spinning.
+//   latency: a ping-pong of small datagrams between two threads, blocking or spinning;
+//   placement (recv --place): what the stack's receiver must do beyond reading, each
+//   datagram's payload put into final memory after a 56-byte header: `copy` (GRO read,
+//   then memcpy), `peek` (MSG_PEEK the header, then recvmsg into [header, final memory];
+//   no GRO: a read takes one datagram) or `scatter` (GRO; peek the first header, then one
+//   recvmsg scattering the train's headers and payloads, as if its datagrams were
+//   consecutive segments of one WRITE, the best case for reading the header first).
 // Prints one JSON object per run.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -109,8 +115,62 @@ struct Received {
   double seconds = 0;
 };
 
-// Reads until nothing arrived for `idle` seconds after the first datagram.
-Received drain(int fd, double idle) {
+enum class Place { kNone, kCopy, kPeek, kScatter };
+constexpr std::size_t kHeader = 56;                    // a MetaRoCE WRITE packet's headers
+constexpr std::size_t kFinal = std::size_t(64) << 20;  // the "registered memory"
+
+// Reads with the header first: `place` kPeek or kScatter (see the top of the file).
+Received drain_peeking(int fd, double idle, Place place, std::size_t size) {
+  std::vector<std::uint8_t> final_memory(kFinal + 65536);
+  const std::size_t payload = size > kHeader ? size - kHeader : 0;
+  constexpr int kMaxSegments = 64;
+  std::uint8_t headers[kMaxSegments][kHeader];
+  iovec iov[2 * kMaxSegments];
+  alignas(cmsghdr) char control[64];
+  const timeval tv{0, static_cast<suseconds_t>(idle * 1e6)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  Received r;
+  Clock::time_point first{}, last{};
+  std::size_t at = 0;
+  for (;;) {
+    // The header says where the payload goes (here: the next free place).
+    std::uint8_t peeked[kHeader];
+    const ssize_t p = recv(fd, peeked, sizeof peeked, MSG_PEEK);
+    if (p <= 0) {
+      if (r.datagrams > 0) break;
+      continue;
+    }
+    const int segs = place == Place::kScatter ? kMaxSegments : 1;
+    if (at + std::size_t(segs) * payload > kFinal) at = 0;
+    for (int k = 0; k < segs; ++k) {
+      iov[2 * k] = iovec{headers[k], kHeader};
+      iov[2 * k + 1] = iovec{final_memory.data() + at + std::size_t(k) * payload, payload};
+    }
+    msghdr h{};
+    h.msg_iov = iov;
+    h.msg_iovlen = std::size_t(2 * segs);
+    h.msg_control = control;
+    h.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(fd, &h, 0);
+    if (n <= 0) continue;
+    last = Clock::now();
+    if (r.datagrams == 0) first = last;
+    r.bytes += std::uint64_t(n);
+    const std::size_t got = (std::size_t(n) + size - 1) / size;
+    r.datagrams += got;
+    at += got * payload;
+  }
+  r.seconds = std::chrono::duration<double>(last - first).count();
+  return r;
+}
+
+// Reads until nothing arrived for `idle` seconds after the first datagram; kCopy also
+// copies every payload (after its header) into final memory.
+Received drain(int fd, double idle, Place place = Place::kNone, std::size_t size = 0) {
+  if (place == Place::kPeek || place == Place::kScatter)
+    return drain_peeking(fd, idle, place, size);
+  std::vector<std::uint8_t> final_memory(place == Place::kCopy ? kFinal + 65536 : 0);
+  std::size_t at = 0;
   constexpr int kBatch = 32;
   constexpr std::size_t kSlot = 65536;
   std::vector<std::uint8_t> buf(kBatch * kSlot);
@@ -147,6 +207,17 @@ Received drain(int fd, double idle) {
       const std::uint32_t len = msgs[i].msg_len;
       r.bytes += len;
       r.datagrams += seg > 0 ? (len + seg - 1) / std::uint32_t(seg) : 1;
+      if (place == Place::kCopy) {
+        const std::uint32_t step = seg > 0 ? std::uint32_t(seg) : len;
+        for (std::uint32_t off = 0; off < len; off += step) {
+          const std::uint32_t one = std::min(step, len - off);
+          if (one <= kHeader) continue;
+          if (at + one > kFinal) at = 0;
+          std::memcpy(final_memory.data() + at, buf.data() + std::size_t(i) * kSlot + off + kHeader,
+                      one - kHeader);
+          at += one - kHeader;
+        }
+      }
     }
   }
   r.seconds = std::chrono::duration<double>(last - first).count();
@@ -230,6 +301,10 @@ int main(int argc, char** argv) {
   auto* recv = app.add_subcommand("recv", "receiver only; prints its port, then the result");
   recv->add_option("--addr", ip);
   recv->add_option("--port", port)->check(CLI::Range(0, 65535));
+  std::string place_name = "none";
+  recv->add_option("--place", place_name, "none, copy, peek or scatter (see the source's top)")
+      ->check(CLI::IsMember({"none", "copy", "peek", "scatter"}));
+  recv->add_option("--size", size, "datagram size (peek, scatter)")->check(CLI::Range(57, 65507));
 
   auto* lat = app.add_subcommand("lat", "ping-pong between two threads of this process");
   lat->add_option("--addr", ip);
@@ -262,10 +337,14 @@ int main(int argc, char** argv) {
     const std::uint64_t sent = blast(tx, make_addr(to, port), size, segments, seconds, nullptr);
     std::printf("{\"test\": \"bw-send\", \"sent\": %llu}\n", static_cast<unsigned long long>(sent));
   } else if (*recv) {
-    const int rx = open_socket(ip, port, true);
+    const Place place = place_name == "copy"      ? Place::kCopy
+                        : place_name == "peek"    ? Place::kPeek
+                        : place_name == "scatter" ? Place::kScatter
+                                                  : Place::kNone;
+    const int rx = open_socket(ip, port, place != Place::kPeek);
     std::printf("%d\n", bound_port(rx));
     std::fflush(stdout);
-    print_bw("processes", 0, 0, 0, drain(rx, 0.5));
+    print_bw("processes", 0, 0, 0, drain(rx, 0.5, place, std::size_t(size)));
   } else if (*lat) {
     pingpong(ip, size, iters, busy);
   }

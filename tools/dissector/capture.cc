@@ -11,6 +11,7 @@
 
 #include "core/engine.h"
 #include "harness/network.h"
+#include "wire/codec.h"
 
 namespace {
 
@@ -25,11 +26,52 @@ class PcapWriter {
     std::fwrite(header, 1, 24, f_);
   }
   ~PcapWriter() {
-    if (f_) std::fclose(f_);
+    if (!f_) return;
+    flush();
+    std::fclose(f_);
   }
   bool ok() const { return f_ != nullptr; }
 
+  // With gso, the DATA datagrams sent at one instant with one 5-tuple and size go into
+  // one record, as a loopback capture shows a UDP GSO send (one IP and UDP header).
+  PcapWriter(const std::string& path, bool gso) : PcapWriter(path) { gso_ = gso; }
+
   void write(Time now, const TxMeta& m, std::span<const std::uint8_t> udp_payload) {
+    if (!pending_.empty() && now != pending_time_) flush();
+    pending_time_ = now;
+    pending_.push_back({m, {udp_payload.begin(), udp_payload.end()}});
+  }
+  void flush() {
+    std::vector<bool> done(pending_.size());
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
+      if (done[i]) continue;
+      std::vector<std::uint8_t> train = pending_[i].bytes;
+      const bool data = !train.empty() && (train[0] & 0x0f) == 1;
+      for (std::size_t j = i + 1; gso_ && data && j < pending_.size(); ++j) {
+        const Pending& q = pending_[j];
+        if (!done[j] && q.bytes.size() == pending_[i].bytes.size() && q.bytes[0] == train[0] &&
+            same_tuple(q.meta, pending_[i].meta) && train.size() + q.bytes.size() <= 65000) {
+          train.insert(train.end(), q.bytes.begin(), q.bytes.end());
+          done[j] = true;
+        }
+      }
+      trains_ += train.size() > pending_[i].bytes.size();
+      record(pending_time_, pending_[i].meta, train);
+    }
+    pending_.clear();
+  }
+  std::size_t trains() const { return trains_; }
+
+ private:
+  struct Pending {
+    TxMeta meta;
+    std::vector<std::uint8_t> bytes;
+  };
+  static bool same_tuple(const TxMeta& a, const TxMeta& b) {
+    return a.src == b.src && a.dst == b.dst && a.src_port == b.src_port && a.dst_port == b.dst_port;
+  }
+
+  void record(Time now, const TxMeta& m, std::span<const std::uint8_t> udp_payload) {
     std::vector<std::uint8_t> pkt(28 + udp_payload.size());
     const std::uint16_t ip_len = static_cast<std::uint16_t>(pkt.size());
     pkt[0] = 0x45;
@@ -54,6 +96,8 @@ class PcapWriter {
     std::fwrite(pkt.data(), 1, pkt.size(), f_);
     ++packets_;
   }
+
+ public:
   std::size_t packets() const { return packets_; }
 
  private:
@@ -63,7 +107,155 @@ class PcapWriter {
   }
   std::FILE* f_;
   std::size_t packets_ = 0;
+  bool gso_ = false;
+  std::vector<Pending> pending_;  // sent at pending_time_, not yet written
+  Time pending_time_ = 0;
+  std::size_t trains_ = 0;
 };
+
+// One packet per rule of SPEC §3 that a receiver enforces, each breaking only that rule
+// of a well-formed packet, for the dissector's expert notes.
+std::vector<std::vector<std::uint8_t>> malformed_variants() {
+  using namespace mroce::wire;
+  std::vector<std::vector<std::uint8_t>> out;
+  std::vector<std::uint8_t> buf(512);
+  const auto bytes = [&](std::size_t n) {
+    return std::vector<std::uint8_t>(buf.begin(), buf.begin() + n);
+  };
+  CommonHeader c;
+  c.dst_conn = 0x100001;
+  c.token = 0x1234;
+  const auto data = [&](DataOp op, std::uint16_t plen, std::uint32_t mlen) {
+    c.type = PacketType::kData;
+    DataHeader d;
+    d.op = op;
+    d.stream = 1;
+    d.payload_length = plen;
+    d.message_length = mlen;
+    const std::size_t n = encode_data(c, d, buf);
+    std::fill(buf.begin() + n, buf.begin() + n + plen, 0xee);
+    return bytes(n + plen);
+  };
+  const auto ack = [&] {
+    c.type = PacketType::kAck;
+    return bytes(encode_ack(c, AckHeader{}, buf));
+  };
+  const auto nack = [&] {
+    c.type = PacketType::kNack;
+    NackHeader n;
+    n.code = NackCode::kRemoteAccess;
+    return bytes(encode_nack(c, n, buf));
+  };
+  const auto connect = [&] {
+    CommonHeader h;
+    h.type = PacketType::kConnect;
+    HandshakeHeader hs;
+    hs.src_conn = 0x100002;
+    hs.mss = 4096;
+    hs.paths = 16;
+    hs.address_count = 1;
+    return std::vector<std::uint8_t>(buf.begin(), buf.begin() + encode_handshake(h, hs, buf));
+  };
+  const auto bare = [&](PacketType t) {
+    c.type = t;
+    return bytes(encode_bare(c, buf));
+  };
+  auto v = ack();
+  v[0] = 0x22;  // version 2
+  out.push_back(v);
+  v = ack();
+  v[0] = 0x1a;  // type 10
+  out.push_back(v);
+  v = ack();
+  v[0] = 0x10;  // type 0
+  out.push_back(v);
+  v = ack();
+  v[1] = 0x01;  // flags outside DATA
+  out.push_back(v);
+  v = data(DataOp::kWrite, 64, 64);
+  v[1] = 0x04;  // reserved flag bit 2
+  out.push_back(v);
+  v = data(DataOp::kWrite, 64, 64);
+  v[33] = 0x80;  // reserved data flag bit 7
+  out.push_back(v);
+  v = data(DataOp::kWrite, 64, 64);
+  v[32] = 10;  // unknown opcode
+  out.push_back(v);
+  v = data(DataOp::kWrite, 64, 64);
+  v.resize(30);  // truncated base header
+  out.push_back(v);
+  v = data(DataOp::kWrite, 64, 64);
+  v.resize(v.size() - 10);  // fewer payload bytes than the length says
+  out.push_back(v);
+  out.push_back(data(DataOp::kWrite, 64, 32));  // offset + payload > message length
+  out.push_back(data(DataOp::kNop, 0, 8));      // NOP with a message length
+  out.push_back(data(DataOp::kReadRequest, 0, 100));
+  out.back()[39] = 8;                             // READ_REQUEST offset 8
+  out.push_back(data(DataOp::kFetchAdd, 0, 16));  // atomic of 16 bytes
+  out.push_back(data(DataOp::kSend, 0, 0));
+  out.back().resize(out.back().size() - 2);  // truncated extension
+  v = ack();
+  v.push_back(0);  // 73 bytes
+  out.push_back(v);
+  v = nack();
+  v[20] = 0;  // NACK code 0
+  out.push_back(v);
+  v = nack();
+  v[20] = 6;  // NACK code 6
+  out.push_back(v);
+  v = nack();
+  v[22] = 1;  // NACK reserved bits
+  out.push_back(v);
+  v = connect();
+  v[7] = 1;  // CONNECT naming a connection
+  out.push_back(v);
+  v = connect();
+  v[2] = 1;  // set-up packet with a path
+  out.push_back(v);
+  v = bare(PacketType::kClose);
+  v[3] = 1;  // set-up packet with a generation
+  out.push_back(v);
+  v = connect();
+  v[42] = 0x02;  // reserved handshake flag
+  out.push_back(v);
+  v = connect();
+  v[43] = 0;  // no address
+  out.push_back(v);
+  v = connect();
+  v[43] = 2;  // two addresses announced, one present
+  out.push_back(v);
+  v = connect();
+  v[16] = v[17] = v[18] = v[19] = 0;  // source connection id 0
+  out.push_back(v);
+  v = connect();
+  v[34] = v[35] = 0;  // MSS 0
+  out.push_back(v);
+  v = connect();
+  v[40] = 0x01;
+  v[41] = 0x01;  // 257 paths
+  out.push_back(v);
+  v = bare(PacketType::kConfirm);
+  v.push_back(0);  // 17 bytes
+  out.push_back(v);
+  const auto datagram = [&] {
+    DatagramHeader d;
+    d.dst_qp = 1;
+    d.src_qp = 2;
+    d.payload_length = 8;
+    const std::size_t n = encode_datagram(d, buf);
+    return std::vector<std::uint8_t>(buf.begin(), buf.begin() + n + 8);
+  };
+  v = datagram();
+  v[7] = 1;  // DATAGRAM naming a connection
+  out.push_back(v);
+  v = datagram();
+  v[28] = 3;  // DATAGRAM opcode 3
+  out.push_back(v);
+  v = datagram();
+  v.pop_back();  // one payload byte short
+  out.push_back(v);
+  return out;
+}
 
 }  // namespace
 
@@ -71,13 +263,17 @@ int main(int argc, char** argv) {
   std::string out;
   double loss = 0.05;
   bool corrupt = false;
+  bool gso = false;
+  std::uint16_t port = kDefaultPort;
   CLI::App app{"mroce-capture: write a pcap of a short MetaRoCE session between two engines"};
   app.add_option("file", out, "pcap file to write")->required();
   app.add_option("--loss", loss, "random loss on the spines")->check(CLI::Range(0.0, 0.5));
-  app.add_flag("--corrupt", corrupt, "also write one malformed packet at the end");
+  app.add_flag("--corrupt", corrupt, "also write one malformed packet per rule of SPEC §3");
+  app.add_flag("--gso", gso, "write DATA as loopback captures show UDP GSO sends");
+  app.add_option("--port", port, "listening port of both engines")->check(CLI::Range(1, 65535));
   CLI11_PARSE(app, argc, argv);
 
-  PcapWriter pcap(out);
+  PcapWriter pcap(out, gso);
   if (!pcap.ok()) {
     fmt::print(stderr, "mroce-capture: cannot write {}\n", out);
     return 1;
@@ -90,6 +286,7 @@ int main(int argc, char** argv) {
     c.planes = {Address::ipv4(0x0a000001u + std::uint32_t(h))};
     c.paths = 4;
     c.seed = std::uint64_t(h) + 1;
+    c.listen_port = port;
     e[h] = std::make_unique<Engine>(c);
     e[h]->set_sink(&rec[h]);
     net.add_host(e[h].get(), c.planes, c.listen_port);
@@ -101,8 +298,8 @@ int main(int argc, char** argv) {
   StreamId a = 0, b = 0;
   e[0]->create_stream({}, &a);
   e[1]->create_stream({}, &b);
-  e[0]->connect_stream(0, a, Endpoint{Address::ipv4(0x0a000002), kDefaultPort}, b);
-  e[1]->connect_stream(0, b, Endpoint{Address::ipv4(0x0a000001), kDefaultPort}, a);
+  e[0]->connect_stream(0, a, Endpoint{Address::ipv4(0x0a000002), port}, b);
+  e[1]->connect_stream(0, b, Endpoint{Address::ipv4(0x0a000001), port}, a);
   std::vector<std::uint8_t> la(1 << 16), lb(1 << 16);
   for (std::size_t i = 0; i < la.size(); ++i) la[i] = std::uint8_t(i);
   MrKeys ka, kb;
@@ -133,21 +330,37 @@ int main(int argc, char** argv) {
   e[0]->post_send(net.now(), a, wr(WrOpcode::kAtomicFetchAdd, 8, 59992));
   e[0]->post_send(net.now(), a, wr(WrOpcode::kAtomicCmpSwp, 8, 59984));
   net.run_until([&] { return rec[0].completions.size() >= 7; }, 10 * kSecond);
+  // Datagram queue pairs: three SEND_IMM datagrams, outside the connection.
+  StreamId da = 0, db = 0;
+  e[0]->create_datagram({.qkey = 0x1234}, &da);
+  e[1]->create_datagram({.qkey = 0x1234}, &db);
+  r.sg[0].length = 4096 + kGrhSize;
+  for (int i = 0; i < 3; ++i) {
+    e[1]->post_recv(net.now(), db, r);
+    e[0]->post_datagram(net.now(), da, wr(WrOpcode::kSendWithImm, 100, 0),
+                        DatagramDest{{Address::ipv4(0x0a000002), port}, db, 0x1234, 0});
+  }
+  net.run_for(kMillisecond);
   // Closing the streams closes the connection.
   e[0]->destroy_stream(net.now(), a);
   e[1]->destroy_stream(net.now(), b);
   net.run_for(100 * kMillisecond);
+  pcap.flush();
+  const std::size_t genuine = pcap.packets();
   if (corrupt) {
     TxMeta m;
     m.src = Address::ipv4(0x0a000001);
     m.dst = Address::ipv4(0x0a000002);
     m.src_port = 49152;
-    m.dst_port = kDefaultPort;
-    const std::uint8_t junk[] = {0x19, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
-    pcap.write(net.now(), m, junk);  // DATA with a truncated header
+    m.dst_port = port;
+    for (const auto& v : malformed_variants()) {
+      pcap.write(net.now(), m, v);
+      pcap.flush();  // each a datagram of its own
+    }
+    fmt::print("malformed frames {}-{}\n", genuine + 1, pcap.packets());
   }
   const bool ok = rec[0].completions.size() >= 7;
-  fmt::print("{} packets written to {}{}\n", pcap.packets(), out,
+  fmt::print("{} packets written to {}, {} GSO trains{}\n", pcap.packets(), out, pcap.trains(),
              ok ? "" : " (session incomplete)");
   return ok ? 0 : 1;
 }

@@ -122,6 +122,13 @@ void add_device_options(CLI::App* app, Options* o, std::vector<std::string>* add
       ->check(in_range(0, 65535));
   app->add_option("--progress", *progress, "thread (default), busy or manual")
       ->check(CLI::IsMember({"manual", "thread", "busy"}));
+  app->add_flag("--progress-rt", o->device.progress_realtime,
+                "run the progress thread at real-time priority (thread mode; needs "
+                "CAP_SYS_NICE or RLIMIT_RTPRIO)");
+  app->add_option("--progress-threads", o->device.progress_threads,
+                  "threads per device (thread mode): 1 does everything; N > 1, one sends and "
+                  "N - 1 receive")
+      ->check(in_range(1, 16));
   app->add_option("--rate", *rate, meaning("line_rate") + ", Mbit/s (pacing ceiling)")
       ->check(setting_range("line_rate", 1e6));
   app->add_option("--rx-rate", *rx_rate, meaning("rx_capacity") + ", Mbit/s")

@@ -145,6 +145,8 @@ void print_counters(const nlohmann::json& client, const nlohmann::json& server) 
        get(member(server, "datapath"), "tx_dropped"));
   line("socket receive drops", get(member(client, "datapath"), "rx_socket_drops"),
        get(member(server, "datapath"), "rx_socket_drops"));
+  line("UDP checksum failures (netns)", get(member(client, "datapath"), "rx_checksum_errors"),
+       get(member(server, "datapath"), "rx_checksum_errors"));
   std::vector<std::string> reasons;
   for (const auto* side : {&cc, &sc}) {
     const nlohmann::json& drops = member(*side, "drops");
