@@ -45,6 +45,17 @@ void Connection::adopt_peer(const wire::HandshakeHeader& hs) {
   peer_paths_ = hs.paths;
 }
 
+namespace {
+
+// One more answer owed. Copies of a set-up packet read in one batch are answered one
+// each, like copies read apart; the cap only bounds a burst (fewer answers, never more).
+void owe(std::uint8_t& due) {
+  constexpr std::uint8_t kMaxAnswersDue = 4;
+  if (due < kMaxAnswersDue) ++due;
+}
+
+}  // namespace
+
 void Connection::on_handshake(Time now, const wire::Packet& pkt) {
   const auto& hs = pkt.handshake;
   if (pkt.common.type == wire::PacketType::kConnect) {
@@ -58,14 +69,12 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
         } else {
           // One answer per CONNECT and no timed retries: the peer is unproven, and its
           // own CONNECT retries stand for ours.
-          send_accept_ = true;
+          owe(accepts_due_);
         }
         break;
-      case ConnState::kAccepting:  // our ACCEPTs were lost, or this CONNECT is a copy
-        send_accept_ = true;
-        break;
+      case ConnState::kAccepting:    // our ACCEPTs were lost, or this CONNECT is a copy
       case ConnState::kEstablished:  // our ACCEPT or CONFIRM was lost
-        send_accept_ = true;
+        owe(accepts_due_);
         break;
       default:
         break;
@@ -80,7 +89,7 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
     // wait a retry interval for a lost one when it has nothing else to hear from us.
     confirms_due_ = 2;
   } else if (state_ == ConnState::kEstablished) {
-    confirms_due_ = std::max<std::uint8_t>(confirms_due_, 1);  // our CONFIRMs were lost
+    owe(confirms_due_);  // our CONFIRMs were lost
   }
 }
 

@@ -40,7 +40,7 @@ bool Connection::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* ou
   if (state_ == ConnState::kTimeWait) return send_close_ack_ && emit_handshake(now, buf, out);
   // Established, a connection sends set-up packets only to answer or to close.
   const bool handshake =
-      !established() || send_accept_ || confirms_due_ > 0 || send_close_ || send_close_ack_;
+      !established() || accepts_due_ > 0 || confirms_due_ > 0 || send_close_ || send_close_ack_;
   if (handshake && emit_handshake(now, buf, out)) return true;
   if (peer_conn_ != 0) {
     if (emit_nack(buf, out)) return true;
@@ -86,7 +86,7 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
   } else {
     const bool due = now >= handshake_at_ || handshake_copy_;
     const bool connect = state_ == ConnState::kConnecting && due;
-    const bool accept = send_accept_ || (state_ == ConnState::kAccepting && due);
+    const bool accept = accepts_due_ > 0 || (state_ == ConnState::kAccepting && due);
     if (!connect && !accept) return false;
     wire::HandshakeHeader hs;
     hs.src_conn = id_;
@@ -107,9 +107,9 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
     } else {
       c.type = wire::PacketType::kAccept;
     }
-    retry = !send_accept_;
-    answer = send_accept_;
-    send_accept_ = false;
+    answer = accepts_due_ > 0;
+    retry = !answer;
+    if (answer) --accepts_due_;
     len = wire::encode_handshake(c, hs, buf);
   }
   // Every set-up packet leaves from another source port than the last, so a set-up

@@ -448,5 +448,38 @@ TEST(SetUpSecurity, SpoofedConnectsCostBoundedStateAndReflectNothing) {
   EXPECT_EQ(connections(cl.engine(0)), 0);
 }
 
+TEST(SetUpSecurity, CopiesOfAConnectReadTogetherAreEachAnswered) {
+  // A datapath reads a batch of datagrams before it transmits: both copies of a CONNECT
+  // pair may arrive in one batch. Each still draws its own ACCEPT (SPEC 4.2), as when
+  // read apart; a burst of copies draws fewer ACCEPTs than CONNECTs, never more.
+  for (const int copies : {1, 2, 8}) {
+    Cluster cl(1, 1, 1, 91);
+    Engine& e = cl.engine(0);
+    const Endpoint me = cl.hosts[0]->endpoint();
+    const Endpoint peer{host_address(5, 0), 4793};
+    const auto bytes = connect_bytes(peer, 0x4242, 0x77);
+    const Time now = cl.net.now();
+    for (int i = 0; i < copies; ++i) {
+      e.on_packet(now, from(peer.addr, std::uint16_t(40000 + i), me), bytes);
+    }
+    std::vector<std::uint8_t> buf(e.max_packet_size());
+    TxMeta m;
+    int accepts = 0;
+    while (e.poll_transmit(now, buf, &m)) {
+      wire::Packet p;
+      ASSERT_EQ(wire::decode(std::span(buf.data(), m.length), {}, &p), wire::DecodeError::kOk);
+      EXPECT_EQ(p.common.type, wire::PacketType::kAccept);
+      EXPECT_EQ(m.dst, peer.addr);
+      ++accepts;
+      m = {};
+    }
+    if (copies <= 2) {
+      EXPECT_EQ(accepts, copies) << copies << " copies in one batch";
+    } else {
+      EXPECT_GE(accepts, 1);
+      EXPECT_LE(accepts, copies);
+    }
+  }
+}
 }  // namespace
 }  // namespace mroce::testing
