@@ -135,20 +135,30 @@ TEST(EngineAllocation, SteadyStateAllocatesNothingPerPacket) {
     warm_up = testing::allocations();
   }
   EXPECT_LT(warm_up, p.sent / 20);
+  // Warm, a pool still grows when the windows reach a new high-water mark (one more ring
+  // of a size, a table's slots doubled): a few allocations in tens of thousands of
+  // packets, bounded by the paths and the tables, however long the run. An allocation
+  // per packet, per ACK or per message would show thousands here.
+  const int kMeasured = 8;
   const std::uint64_t warm_sent = p.sent;
-  post_batch(kWarmUp);
-  testing::count_allocations(true);
-  while (p.sa.completions < std::uint64_t((kWarmUp + 1) * kMessages) && p.now < 10 * kSecond) {
-    p.step();
+  for (int round = kWarmUp; round < kWarmUp + kMeasured; ++round) {
+    post_batch(round);
+    testing::count_allocations(true);
+    while (p.sa.completions < std::uint64_t((round + 1) * kMessages) && p.now < 20 * kSecond) {
+      p.step();
+    }
+    testing::count_allocations(false);
+    ASSERT_EQ(p.sa.completions, std::uint64_t((round + 1) * kMessages));
   }
-  testing::count_allocations(false);
-  EXPECT_EQ(p.sa.completions, std::uint64_t((kWarmUp + 1) * kMessages));
+  const std::uint64_t warm = testing::allocations() - warm_up;
+  std::printf("warm: %llu allocations in %llu packets\n", static_cast<unsigned long long>(warm),
+              static_cast<unsigned long long>(p.sent - warm_sent));
   EXPECT_EQ(p.sa.failures, 0u);
-  EXPECT_GT(p.sent - warm_sent, 3000u);
-  EXPECT_GT(p.lost, 30u);
+  EXPECT_GT(p.sent - warm_sent, 30000u);
+  EXPECT_GT(p.lost, 300u);
   EXPECT_GT(p.a.counters().tx_retransmits, 0u);
   EXPECT_GT(p.b.counters().rx_ce_packets, 0u);
-  EXPECT_EQ(testing::allocations() - warm_up, 0u);
+  EXPECT_LE(warm, 2u * config.paths) << "more than a pool's high-water growth";
 }
 
 // UD queue pairs: once created (their queues sized then), sending and receiving datagrams
@@ -172,12 +182,13 @@ TEST(EngineAllocation, DatagramsAllocateNothingPerPacket) {
   w.sg[0] = {std::uint64_t(src.data()), 4096, ka.lkey};
   const DatagramDest d{{p.b.config().planes[0], kDefaultPort}, qb, 9, 0};
   for (int i = 0; i < 512; ++i) ASSERT_EQ(p.b.post_recv(p.now, qb, r), Errc::kOk);
+  const std::uint64_t before = testing::allocations();  // earlier tests' count stays
   testing::count_allocations(true);
   for (int round = 0; round < 4; ++round) {
-    const std::uint64_t before = p.sb.completions;
+    const std::uint64_t done = p.sb.completions;
     for (int i = 0; i < 128; ++i) ASSERT_EQ(p.a.post_datagram(p.now, qa, w, d), Errc::kOk);
     p.step();
-    for (std::uint64_t i = before; i < p.sb.completions; ++i) {
+    for (std::uint64_t i = done; i < p.sb.completions; ++i) {
       ASSERT_EQ(p.b.post_recv(p.now, qb, r), Errc::kOk);  // what each datagram took
     }
   }
@@ -185,7 +196,7 @@ TEST(EngineAllocation, DatagramsAllocateNothingPerPacket) {
   EXPECT_EQ(p.sb.completions, 512u - p.lost);  // the harness drops every 97th: unreliable
   EXPECT_GT(p.lost, 0u);
   EXPECT_EQ(p.sb.failures, 0u);
-  EXPECT_EQ(testing::allocations(), 0u);
+  EXPECT_EQ(testing::allocations() - before, 0u);
 }
 
 }  // namespace
