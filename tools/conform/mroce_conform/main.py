@@ -20,7 +20,7 @@ def parse(argv):
     p.add_argument("--target", metavar="HOST:PORT", default="127.0.0.1:18515",
                    help="control address of the device's mroce-target (default %(default)s)")
     p.add_argument("--port-base", type=int, default=4793,
-                   help="UDP port of QPN slot 0 (docs/VERBS.md addressing; default %(default)s)")
+                   help="UDP port of QPN slot 0 (docs/SPEC.md Appendix A; default %(default)s)")
     p.add_argument("--tester-planes", metavar="A[,B...]",
                    help="the tester's local addresses, one per plane (default: the device's)")
     p.add_argument("--first-slot", type=int, default=1,

@@ -80,7 +80,7 @@ class Env:
 
 class Session:
     """Tester stream `stream` at tester slot k has QPN (k + 1) << 16 | stream; the device's
-    QPN names its UDP port and stream the same way (docs/VERBS.md, Addressing)."""
+    QPN names its UDP port and stream the same way (docs/SPEC.md, Appendix A)."""
 
     def __init__(self, env, paths=None, stream=1, mss=4096, pool=8, planes=None, isn=None):
         self.env = env
