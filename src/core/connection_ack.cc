@@ -190,6 +190,7 @@ inline Connection::Reported Connection::read_counters(TxPath& p, const wire::Ack
 inline void Connection::note_progress(Time now, TxPath& p, std::uint32_t packets) {
   p.last_progress = now;
   p.timeouts = 0;
+  p.quiet = false;  // on_ack has put it back in the may-send mask
   p.tail_probes_sent = 0;
   p.stats.acked_packets += packets;
   for (std::uint32_t i = 0; i < packets && p.loss_rate > 1e-6; ++i) p.loss_rate *= 15.0 / 16;
@@ -305,6 +306,17 @@ void Connection::check_timeouts(Time now) {
     if (p.inflight() == 0 && p.lost_pending() == 0) continue;
     if (now < p.last_progress + path_rto(p)) {
       arm_path_timer(p.last_progress + path_rto(p));
+      // A PTO without an ACK while data is in flight: the route may be dead (a black
+      // hole is silent), and the path holds no more than its share of the connection's
+      // window (PathSet::pick) until it answers. Else a path with a large window keeps
+      // feeding the hole until the RTO, and its bytes, never acknowledged, come to hold
+      // the whole connection window: every path stalls.
+      const Time quiet_at = p.last_progress + path_pto(p);
+      if (now >= quiet_at) {
+        p.quiet = true;
+      } else {
+        arm_path_timer(quiet_at);
+      }
       if (!p.tail_probe() && p.inflight() > 0 && p.timeouts == 0 &&
           p.tail_probes_sent < kMaxTailProbes) {
         // A probe, or its ACK, can be lost too: probe again a PTO after the last send.
@@ -371,6 +383,7 @@ void Connection::fail_path(Time now, TxPath& p) {
   p.timeouts = 0;
   p.avoid_until = 0;
   p.tail_probes_sent = 0;
+  p.quiet = false;
   p.probe_at = now;
   p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));
   arm_path_timer(now);
@@ -402,6 +415,7 @@ void Connection::reroute_path(Time now, TxPath& p) {
   p.loss_rate = 0;
   p.timeouts = 0;
   p.tail_probes_sent = 0;
+  p.quiet = false;
   p.last_progress = now;
   ++p.stats.reentropies;
   ++reentropies_;

@@ -325,6 +325,7 @@ bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* 
 
 bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   if (paths_.inflight() >= cc_.window()) return false;
+  paths_.set_quiet_share(cc_.window() / std::max<std::uint32_t>(paths_.active_paths(), 1));
   TxPath* p = paths_.pick(now);
   if (!p) return false;
   SegmentRef seg;

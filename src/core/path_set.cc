@@ -95,7 +95,7 @@ void PathSet::recovered(TxPath& p) {
 bool PathSet::train_continues(Time now) const {
   if (train_budget_ == 0 || train_path_ >= paths_.size()) return false;
   const TxPath& p = paths_[train_path_];
-  return train_bytes_ + train_last_ <= train_budget_ && p.active() && p.timeouts == 0 &&
+  return train_bytes_ + train_last_ <= train_budget_ && p.active() && p.timeouts == 0 && !held(p) &&
          !p.ring_full() && p.inflight_ < p.cwnd_ && p.credit > 0 && p.avoid_until <= now;
 }
 
@@ -117,7 +117,7 @@ TxPath* PathSet::pick_turn(Time now) {
     const auto scan = [&](std::size_t from, std::size_t to) -> TxPath* {
       for (std::size_t i = may_send_.next(from); i < to; i = may_send_.next(i + 1)) {
         TxPath& p = paths_[i];
-        if (!p.active() || p.timeouts > 0 || p.ring_full() || p.inflight_ >= p.cwnd_) {
+        if (!p.active() || p.timeouts > 0 || held(p) || p.ring_full() || p.inflight_ >= p.cwnd_) {
           may_send_.clear(i);  // until an ACK, a loss, a window change or a recovery on it
           continue;
         }
@@ -173,8 +173,10 @@ void PathSet::validate() const {
     if (p.active()) {
       ++active;
       active_cwnd += p.cwnd_;
-      // A path that could send now must be in the mask, or pick() would never see it.
-      if (p.timeouts == 0 && !p.ring_full() && p.inflight_ < p.cwnd_ && !may_send_.test(i)) {
+      // A path that could send now must be in the mask, or pick() would never see it. A
+      // quiet one waits for its ACK (which puts it back), even if its share has grown since.
+      if (p.timeouts == 0 && !p.quiet && !p.ring_full() && p.inflight_ < p.cwnd_ &&
+          !may_send_.test(i)) {
         broken("the may-send mask's bit for a path with room", 0, 1, i);
       }
     } else {

@@ -31,6 +31,9 @@ class PathSet {
   // (within its window and round-robin credit), so that they leave the host in one GSO
   // message; 0 gives every turn one packet.
   void set_train(std::uint32_t bytes) { train_budget_ = bytes; }
+  // Bytes in flight above which a quiet path (TxPath::quiet) takes no new data: an equal
+  // share of the connection's window, so that a silent route cannot hold all of it.
+  void set_quiet_share(std::uint32_t bytes) { quiet_share_ = bytes; }
 
   std::size_t size() const { return paths_.size(); }
   bool empty() const { return paths_.empty(); }
@@ -137,8 +140,8 @@ class PathSet {
 
   // The next path to carry a new packet: round robin over the paths with window room,
   // each path's turns in proportion to its window (deficit round robin), paths marked
-  // within the last round trip only when no clear path has room; a turn is one train
-  // (set_train). Null if none has room.
+  // within the last round trip only when no clear path has room, quiet paths only up to
+  // their share (set_quiet_share); a turn is one train (set_train). Null if none has room.
   TxPath* pick(Time now);
 
   // Recomputes every total from the paths and aborts, naming the first that disagrees.
@@ -149,6 +152,8 @@ class PathSet {
   void release_ring(TxPath& p);
   void release_rings();
   bool train_continues(Time now) const;
+  // Quiet and holding its share: out of the may-send mask until it acknowledges something.
+  bool held(const TxPath& p) const { return p.quiet && p.inflight_ >= quiet_share_; }
   TxPath* pick_turn(Time now);  // the next turn of the round robin
 
   // The totals first: every poll reads some of them, before any path.
@@ -160,13 +165,14 @@ class PathSet {
   std::uint32_t cursor_ = 0;       // where pick's round robin resumes
   std::uint64_t active_cwnd_ = 0;  // sum of the windows of active paths
   std::uint32_t train_budget_ = 0;
+  std::uint32_t quiet_share_ = ~0u;
   std::uint32_t train_path_ = ~0u;  // the path whose train is running
   std::uint32_t train_bytes_ = 0;   // its bytes sent in the train so far
   std::uint32_t train_last_ = 0;    // the size of its latest packet: the next one's guess
   std::vector<TxPath> paths_;
   std::unique_ptr<EntryPool> own_;
   EntryPool* pool_;
-  PathMask may_send_;  // paths that may send: every other path is full, failed or timed out
+  PathMask may_send_;  // paths that may send: every other is full, failed, timed out or quiet
 };
 
 }  // namespace mroce

@@ -143,7 +143,10 @@ class alignas(64) TxPath {
  public:
   std::uint8_t tail_probes_sent = 0;  // since the last progress
   bool ack_requested = false;         // the latest transmission asked for an ACK at once
-  std::uint32_t reported_echo = 0;    // timestamp echoed by the last ACK read
+  // Data in flight and no ACK for a PTO (Connection::check_timeouts), until one
+  // acknowledges something: new data only up to an equal share (PathSet::set_quiet_share).
+  bool quiet = false;
+  std::uint32_t reported_echo = 0;  // timestamp echoed by the last ACK read
 
   // Line 3: timing.
   RttEstimator rtt;
