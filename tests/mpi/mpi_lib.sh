@@ -33,8 +33,12 @@ mpi_run() {
     for h in "${hosts[@]}"; do echo "$(tb ns "$h") slots=$per_host" >>"$hostfile"; done
     prefix=(ip netns exec "$(tb ns "${hosts[0]}")")
     net=(10.77.0.0/16)  # the testbed's addresses
+    # A daemon shares its hwloc topology with its ranks through memory mapped at the
+    # biggest hole of its address space; here that write crashed 1 daemon launch in 3
+    # (SIGSEGV in hwloc_shmem_topology_write near the stack, then "ORTE was unable to
+    # reliably start one or more daemons"). The ranks read the topology themselves.
     args+=(--hostfile "$hostfile" --mca plm_rsh_agent "$MPI_DIR/netns-agent.sh"
-      --mca oob_tcp_if_include "${net[0]}")
+      --mca oob_tcp_if_include "${net[0]}" --mca rtc_hwloc_vmhole none)
   fi
   case $transport in
     metaroce)
