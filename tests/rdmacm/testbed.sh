@@ -3,8 +3,8 @@
 # binds its own address, the client resolves the server's (the routing table picks the
 # source address, which names the device). rping with verification, ucmatose,
 # rdma_server/rdma_client, ib_write_bw -R (also at 1% loss on every spine), libfabric's
-# fi_pingpong over the verbs provider (MSG) and verbs;ofi_rxm (RDM), and a connect to a
-# port nobody listens on.
+# fi_pingpong over the verbs provider (MSG and DGRAM), verbs;ofi_rxm and verbs;ofi_rxd
+# (RDM), and a connect to a port nobody listens on.
 # shellcheck source-path=SCRIPTDIR source=../verbs/lib.sh
 source "$(dirname "$0")/../verbs/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=cm_lib.sh
@@ -85,6 +85,9 @@ fi_pingpong_run() { # LABEL PROVIDER ENDPOINT SIZE ROW
 fi_pingpong_run fi_msg verbs msg 4096 4k
 fi_pingpong_run fi_msg_large verbs msg 65536 64k
 fi_pingpong_run fi_rdm "verbs;ofi_rxm" rdm 4096 4k
+# DGRAM endpoints are UD queue pairs; ofi_rxd builds reliable RDM endpoints over them.
+fi_pingpong_run fi_dgram verbs dgram 4096 4k
+fi_pingpong_run fi_rxd "verbs;ofi_rxd" rdm 65536 64k
 
 CM=$((CM + 1))
 ok "refused: REJECTED after $(refused "$H1" "$A2" "$CM") ms"
