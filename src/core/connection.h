@@ -247,10 +247,10 @@ class Connection {
   std::uint64_t peer_token_ = 0;
   ConnState state_ = ConnState::kConnecting;
   bool handshake_copy_ = false;  // the second of a timed pair is still to go
-  // Answers owed, one per CONNECT or ACCEPT received (copies read in one batch too),
-  // never more: a stranger draws no more packets than it sent.
+  // ACCEPTs owed, one per CONNECT received (copies read in one batch too), never more:
+  // a stranger draws no more packets than it sent.
   std::uint8_t accepts_due_ = 0;
-  std::uint8_t confirms_due_ = 0;
+  std::uint8_t confirms_due_ = 0;  // CONFIRMs still to send
   bool send_close_ = false;
   bool send_close_ack_ = false;
   bool counted_sender_ = false;
