@@ -79,6 +79,7 @@ using mroce::verbs::entry_of;
 extern "C" {
 
 ibv_device** ibv_get_device_list(int* num_devices) {
+  if (num_devices) *num_devices = 0;
   std::string error;
   const auto* entries = mroce::verbs::device_entries(&error);
   if (!entries) {

@@ -34,6 +34,15 @@ fi
 grep -q "mroce-verbs: MROCE_DEVICES='not-an-address'" "$WORK/bad" || fail "no clear error: $(cat "$WORK/bad")"
 ok "a bad configuration is reported"
 
+# perftest reads the device count even when the list is NULL (rdma-core sets it to 0
+# first); a garbage count made ib_write_lat walk a NULL list.
+status=0
+verbs - "$WORK/bad_perftest" --progress manual -- ib_write_lat -s 8 -n 10 || status=$?
+((status == 1)) || fail "ib_write_lat exited $status on a refused setting: $(cat "$WORK/bad_perftest")"
+grep -q "Unable to find the Infiniband/RoCE device" "$WORK/bad_perftest" ||
+  fail "ib_write_lat did not say why: $(cat "$WORK/bad_perftest")"
+ok "a refused setting leaves perftest its own message, no crash"
+
 # Without configuration: one device per IPv4 interface that is up, loopback last.
 verbs - "$WORK/auto" -- ibv_devices || fail "ibv_devices exited with $?: $(cat "$WORK/auto")"
 last=$(awk '$1 ~ /^mroce[0-9]+$/ { guid = $2 } END { print guid }' "$WORK/auto")
