@@ -2,7 +2,8 @@
 # Runs the roadmap scenarios (scale-across, scale-across-a2a, kv-cache) with both
 # transports side by side, and a single flow between the data centers at several path
 # counts and per-path windows, and prints the tables of
-# docs/results/simulator-roadmap.md (Markdown, on stdout).
+# docs/results/simulator-roadmap.md (Markdown, on stdout) and renders its FCT plots into
+# docs/results/img (gnuplot).
 #
 #   bench/sim/roadmap.sh [BUILD_DIR]      (default build; mroce-sim is brought up to date)
 #
@@ -47,4 +48,4 @@ for d in 1ms 10ms; do
   done
 done
 
-python3 bench/sim/roadmap_report.py "$out"
+python3 bench/sim/roadmap_report.py "$out" docs/results/img

@@ -1,11 +1,17 @@
 """Prints the Markdown tables of the roadmap scenarios from bench/sim/roadmap.sh's raw
-outputs (JSON and CSV in the directory named on the command line)."""
+outputs (JSON and CSV in the directory named on the command line), and, given an image
+directory as the second argument, renders their FCT plots there (gnuplot), each with the
+Markdown line that shows it."""
 import csv
 import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_report import Plots  # noqa: E402  (one plotting helper for both reports)
+
 out = sys.argv[1]
+img_dir = sys.argv[2] if len(sys.argv) > 2 else None
 def runs(i):
     return json.load(open(os.path.join(out, i + ".json")))["runs"]
 def f(x, d=1):
@@ -44,3 +50,32 @@ def rank(v, q):
     return v[min(len(v), max(1, int(q * len(v) + 0.999999))) - 1]
 for (t, b), v in sorted(by.items()):
     print(f"| {t} | {b // 1024:,} KiB | {len(v)} | {f(rank(v, 0.5))} | {f(rank(v, 0.99))} | {f(max(v))} |")
+
+
+def fcts(i):
+    """FCTs in us of the completed flows of run i, by transport, from its flows.csv."""
+    by = {}
+    with open(os.path.join(out, i, "flows.csv")) as fh:
+        for row in csv.DictReader(fh):
+            if row.get("status", "ok") == "ok":
+                by.setdefault(row["transport"], []).append(float(row["fct_us"]))
+    return {t: sorted(v) for t, v in by.items()}
+
+
+if img_dir:
+    plots = Plots(img_dir)
+    names = {"mroce": "MetaRoCE", "roce": "RoCEv2"}
+    print()
+    for i, title in [("kv", "kv-cache: READ FCT CDF"),
+                     ("sa-1ms", "scale-across, 1 ms one way: ring all-reduce FCT CDF"),
+                     ("a2a-1ms", "scale-across all-to-all, 1 ms: FCT CDF")]:
+        series = fcts(i)
+        files = [(plots.data(f"roadmap_{i}_{t}.dat",
+                             [(x, (k + 1) / len(v)) for k, x in enumerate(v)]), names.get(t, t))
+                 for t, v in sorted(series.items())]
+        img = plots.render(f"sim-roadmap-{i}-fct.png", (
+            f"set title '{title}'\nset xlabel 'FCT (us)'\nset logscale x\n"
+            "set ylabel 'fraction of flows'\nset key bottom right\n"
+            "plot " + ", ".join(f"'{f}' w l lw 2 t '{n}'" for f, n in files) + "\n"))
+        print(f"![{title}]({img})")
+        print()
