@@ -165,19 +165,10 @@ done
 
 # OpenMPI all-reduce, median time over the iterations; bus bandwidth in Gbit/s.
 allreduce() { # TRANSPORT BYTES ITERS
-  local -a hosts=(2 h1 h2) try
+  local -a hosts=(2 h1 h2)
   [[ -z $local_addr ]] || hosts=(4 -)
-  for try in 1 2; do
-    mpi_run "$WORK/mpi" "$1" "${hosts[@]}" -- "$MPI_PROGRAM" --bench "$2" "$3" && break
-    # OpenMPI's launcher (its daemons' TCP back to mpirun, over the lossy spines) fails
-    # now and then before any rank runs: that is no figure of the transport; once more.
-    if ((try == 1)) && grep -q "connection back to mpirun" "$WORK/mpi"; then
-      echo "stacks.sh: mpirun $1 $2 B (loss $loss%): the launch failed, retrying" >&2
-      echo "$1 $2 $loss" >>"$WORK/launch_retries"  # allreduce runs in a subshell
-      continue
-    fi
+  mpi_run "$WORK/mpi" "$1" "${hosts[@]}" -- "$MPI_PROGRAM" --bench "$2" "$3" ||
     die "mpirun $1 failed (loss $loss%): $(tail -5 "$WORK/mpi")"
-  done
   awk '$1 == "allreduce" { print $9 * 1e3, $11; exit }' "$WORK/mpi"
 }
 declare -A mpi
@@ -251,10 +242,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
   echo "--mca btl tcp,self\`. All run ranks on the same host over their own transport"
   echo "(no shared memory)."
   [[ -n $local_addr ]] || echo "The spines dropped $lost packets during the 1% runs."
-  if [[ -s $WORK/launch_retries ]]; then
-    echo "OpenMPI's launch failed before any rank ran and was made again for:"
-    echo "$(awk '{ printf "%s%s %s B at %s%%", (NR > 1 ? "; " : ""), $1, $2, $3 }' "$WORK/launch_retries")."
-  fi
   echo
   echo "| size | loss | cm (ms) | cm (Gbit/s) | ucx (ms) | ucx (Gbit/s) | TCP BTL (ms) | TCP BTL (Gbit/s) | cm / TCP | ucx / TCP |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"

@@ -116,19 +116,23 @@ TEST(EngineAllocation, SteadyStateAllocatesNothingPerPacket) {
       }
     }
   };
+  // One round: a batch posted, then stepped until it completed, allocations counted.
+  const auto run_round = [&](int round) {
+    post_batch(round);
+    testing::count_allocations(true);
+    while (p.sa.completions < std::uint64_t((round + 1) * kMessages) && p.now < 20 * kSecond) {
+      p.step();
+    }
+    testing::count_allocations(false);
+    return p.sa.completions == std::uint64_t((round + 1) * kMessages);
+  };
   // The first rounds take the per-path rings, message slots and response slots their
   // windows reach (a few per path, however many packets); once the pool holds as many
   // as the busiest moment needs, a round at the same windows reuses them.
   const int kWarmUp = 3;
   std::uint64_t warm_up = 0;
   for (int round = 0; round < kWarmUp; ++round) {
-    post_batch(round);
-    testing::count_allocations(true);
-    while (p.sa.completions < std::uint64_t((round + 1) * kMessages) && p.now < 5 * kSecond) {
-      p.step();
-    }
-    testing::count_allocations(false);
-    ASSERT_EQ(p.sa.completions, std::uint64_t((round + 1) * kMessages));
+    ASSERT_TRUE(run_round(round)) << "round " << round << " did not complete";
     std::printf("round %d: %llu allocations, %llu packets so far\n", round,
                 static_cast<unsigned long long>(testing::allocations() - warm_up),
                 static_cast<unsigned long long>(p.sent));
@@ -142,13 +146,7 @@ TEST(EngineAllocation, SteadyStateAllocatesNothingPerPacket) {
   const int kMeasured = 8;
   const std::uint64_t warm_sent = p.sent;
   for (int round = kWarmUp; round < kWarmUp + kMeasured; ++round) {
-    post_batch(round);
-    testing::count_allocations(true);
-    while (p.sa.completions < std::uint64_t((round + 1) * kMessages) && p.now < 20 * kSecond) {
-      p.step();
-    }
-    testing::count_allocations(false);
-    ASSERT_EQ(p.sa.completions, std::uint64_t((round + 1) * kMessages));
+    ASSERT_TRUE(run_round(round)) << "round " << round << " did not complete";
   }
   const std::uint64_t warm = testing::allocations() - warm_up;
   std::printf("warm: %llu allocations in %llu packets\n", static_cast<unsigned long long>(warm),
