@@ -71,6 +71,8 @@ enum class SettingUnit : std::uint8_t { kCount, kBytes, kTime, kRate, kRatio };
     "first set-up retry, doubling to 1 s (set-up crosses the same lossy fabric as data)")        \
   X(std::uint32_t, pacing_burst_bytes, "pacing_burst", kBytes, 64 * 1024, 1024, 64 << 20,        \
     "bytes the pacer lets out at once (timer granularity of real hosts)")                        \
+  X(Time, delay_target, "delay_target", kTime, 1 * kMillisecond, 0, 10 * kSecond,                \
+    "queueing (beyond the RTT floor, and the floor again) that counts as a mark (0: off)")       \
   X(std::uint32_t, path_train_bytes, "path_train", kBytes, 0, 0, 16 << 20,                       \
     "bytes of new data a path sends in a row before the next path's turn (0: one packet a turn)")
 

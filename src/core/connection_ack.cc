@@ -551,9 +551,20 @@ void Connection::on_congestion_signal(Time now, TxPath& p, double cut_alpha) {
 void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
                                 std::uint32_t rx_delta, std::uint32_t ce_delta) {
   const double g = cfg_.dctcp_gain;
+  // A deep buffer that does not mark fills long before it drops: 8 paths held 33 ms in
+  // a 1 Gbit/s switch queue, and the messages waiting on them stalled the other spines'
+  // paths. A fabric that marks does so well before a queue holds both delay_target and
+  // the path's own floor, so a path whose latest RTT shows that much queueing counts
+  // what this ACK reports as marked, on the path alone (the connection's window and
+  // ecn_seen follow real marks; a receiver's backlog marks too, so ecn_seen does not
+  // prove that the fabric marks).
+  const Time rtt_floor = p.rtt.min_rtt();
+  const bool queued =
+      cfg_.delay_target > 0 && p.rtt.latest() > rtt_floor + std::max(rtt_floor, cfg_.delay_target);
+  const std::uint32_t marked = queued ? std::max(ce_delta, rx_delta) : ce_delta;
   // Per path, DCTCP: alpha tracks the marked fraction over each window of data.
   p.window_acked += rx_delta;
-  p.window_marked += ce_delta;
+  p.window_marked += marked;
   if (seq_le(p.window_end, p.snd_una)) {
     if (p.window_acked > 0) {
       p.alpha = (1 - g) * p.alpha + g * double(p.window_marked) / p.window_acked;
@@ -564,7 +575,7 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
   // Per connection, the same over all paths each round trip.
   cc_.on_counters(now, srtt_, rx_delta, ce_delta, g, 4 * (mss_ + kHeaderAllowance));
 
-  if (ce_delta > 0) {
+  if (marked > 0) {
     // Trim the path that saw the mark and steer the next packets elsewhere.
     on_congestion_signal(now, p, std::max(p.alpha, 0.25));
     return;

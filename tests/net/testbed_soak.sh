@@ -33,12 +33,15 @@ for ((k = 0; k * phase < duration; k++)); do
   spine=$(((k / 2) % 4 + 1))
   if ((k % 2 == 1)); then tb fail spine "$spine"; fi
   sleep "$phase"
-  if ((k % 2 == 1)); then tb heal spine "$spine"; fi
+  # `heal` returns the spine to the state `up` left, without its loss: put the loss back.
+  if ((k % 2 == 1)); then tb heal spine "$spine" && tb impair --spine "$spine" --loss 2; fi
   echo "$(rss_kb "$PERF client") $(rss_kb "$PERF server")" >>"$WORK/memory"
 done
 wait "$client_pid" || fail "client failed: $(tail -5 "$WORK/soak.log"); server: $(tail -3 "$WORK/server.log")"
 server_wait
 tb heal all
+# SOAK_KEEP=DIR keeps the client's JSON (the per-second series) and the memory samples.
+if [[ -n ${SOAK_KEEP:-} ]]; then cp "$WORK/soak.json" "$WORK/memory" "$SOAK_KEEP/"; fi
 
 [[ $(json "$WORK/soak.json" 'd["check_passed"]') == True ]] || fail "soak: bytes differ"
 verdict=$(python3 - "$WORK/soak.json" "$WORK/memory" "$phase" <<'PY'
@@ -51,8 +54,9 @@ def mean(k):  # goodput of phase k, leaving out its first 3 s (transition, clock
     g = [g for t, g in series if phase * k + 3 <= t < phase * (k + 1)]
     return sum(g) / len(g) if g else 0
 healthy = statistics.median(mean(k) for k in range(0, phases, 2))
-worst = min(range(phases), key=lambda k: mean(k) / (healthy * (3 if k % 2 else 4) / 4))
-ratio = mean(worst) / (healthy * (3 if worst % 2 else 4) / 4)
+def share(k): return mean(k) / (healthy * (3 if k % 2 else 4) / 4)
+worst = min(range(phases), key=share)
+ratio = share(worst)
 half = max(len(mem) // 2, 1)
 flat = all(max(m[i] for m in mem[half:]) <= 1.1 * max(m[i] for m in mem[:half]) + 4096
            for i in (0, 1))
@@ -60,7 +64,8 @@ conn = d["client"]["connections"][0]
 ok = ratio >= 0.8 and flat
 print(f"{'ok' if ok else 'bad'} healthy phases {healthy:.2f} Gb/s, worst phase {worst} "
       f"at {ratio:.2f} of its spines' share; memory (KB, client server) first {mem[0]} "
-      f"last {mem[-1]}; {conn['path_failures']} path failures, {conn['reentropies']} re-entropies")
+      f"last {mem[-1]}; {conn['path_failures']} path failures, {conn['reentropies']} re-entropies; "
+      f"share per phase {' '.join(f'{share(k):.2f}' for k in range(phases))}")
 PY
 )
 [[ $verdict == ok* ]] || fail "soak: $verdict"
