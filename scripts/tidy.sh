@@ -43,9 +43,11 @@ else
 fi
 
 # Keep the files the build compiles; say which others are left out.
+declare -A compiled=()
+for f in "${known[@]}"; do compiled[$f]=1; done
 targets=()
 for f in "${files[@]}"; do
-  if printf '%s\n' "${known[@]}" | grep -qxF -- "$f"; then
+  if [[ -n ${compiled[$f]:-} ]]; then
     targets+=("$f")
   elif [[ -e $f && $f != *.h ]]; then
     echo "tidy: $f is not in $db, skipped" >&2

@@ -17,7 +17,7 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 transports=(mroce)
-"$sim" transports | grep -q '^roce ' && transports+=(roce)
+grep -q '^roce ' <<<"$("$sim" transports)" && transports+=(roce)
 compare() { # THREADS.json RANKS.json
   python3 - "$1" "$2" <<'PY'
 import json, sys

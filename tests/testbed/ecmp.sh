@@ -53,7 +53,7 @@ ok "'ports' finds ports for every spine"
 
 # With the hash seed (Linux 6.11+) the mapping survives a rebuild; another seed gives
 # another mapping.
-if tb status | grep -q 'seed boot'; then
+if grep -q 'seed boot' <<<"$(tb status)"; then
   ok "this kernel has no multipath hash seed: mapping stable until reboot only (not checked)"
 else
   tb down >/dev/null

@@ -41,7 +41,7 @@ done
 ok "every host reaches every other on each plane"
 
 # The hosts' segmentation offloads are off and RPS is on, unless asked otherwise.
-tb exec h1 -- ethtool -k eth0 | grep -q 'generic-segmentation-offload: off' || fail "GSO is on on h1"
+grep -q 'generic-segmentation-offload: off' <<<"$(tb exec h1 -- ethtool -k eth0)" || fail "GSO is on on h1"
 mask=$(tb exec h1 -- cat /sys/class/net/eth0/queues/rx-0/rps_cpus)
 [[ $mask =~ [1-9a-f] ]] || fail "RPS is off on h1 eth0 ($mask)"
 ok "offloads off, RPS on"
