@@ -51,7 +51,8 @@ refused "--loss" "$DEMO" --loss nan
 refused "--gbps" "$DEMO" --gbps oops
 ok "bad arguments give one line and exit 2"
 
-grep -q "mroce-perf server" <<<"$("$PERF" --help)" || fail "--help does not describe the roles"
+help=$("$PERF" --help) || fail "--help exited non-zero"
+grep -q "mroce-perf server" <<<"$help" || fail "--help does not describe the roles"
 "$PERF" client --help >/dev/null || fail "client --help failed"
 ok "--help exits 0"
 
