@@ -43,8 +43,12 @@ enum class SettingUnit : std::uint8_t { kCount, kBytes, kTime, kRate, kRatio };
     "bytes a packet costs on the link beyond its UDP payload, counted by the pacer")             \
   X(std::uint32_t, initial_window_bytes, "initial_window", kBytes, 256 * 1024, 1024, 64 << 20,   \
     "connection window at start")                                                                \
+  X(double, bdp_start, "bdp_start", kRatio, 0, 0, 1,                                             \
+    "slow start opens at once to this part of line rate x RTT, for long haul (0: off)")          \
   X(std::uint32_t, min_path_window_bytes, "min_path_window", kBytes, 0, 0, 64 << 20,             \
     "smallest congestion window of a path (0: one mss)")                                         \
+  X(Time, increase_interval, "increase_interval", kTime, 25 * kMicrosecond, 0, kSecond,          \
+    "past slow start, windows gain their packet per this long, not per longer RTT (0: per RTT)") \
   X(double, dctcp_gain, "dctcp_gain", kRatio, 1.0 / 16, 0, 1,                                    \
     "weight of the newest ECN fraction in a path's average")                                     \
   X(Time, active_sender_timeout, "active_sender_timeout", kTime, 0, 0, 10 * kSecond,             \

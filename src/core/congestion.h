@@ -1,5 +1,6 @@
 // The connection-level congestion controller: one window over all paths, grown in slow
-// start and then by about a packet per round trip per active path, cut by DCTCP's alpha
+// start and then by about a packet per round trip per active path (more where the round
+// trip is long, Connection::increase_boost), cut by DCTCP's alpha
 // measured over every path each round trip (a shared bottleneck marks every path, a hot
 // link only its own, which the paths' own windows answer). It also keeps what the
 // receiver asks for: its rate hint, and whether the fabric marks ECN at all. Inline:
@@ -19,6 +20,11 @@ class CongestionController {
 
   // The first round trip starts when the connection is established.
   void start(Time now) { window_start_ = now; }
+  // In slow start, the window may be opened at once to what the route holds.
+  bool slow_start() const { return slow_start_; }
+  void open_to(std::uint32_t window) {
+    if (slow_start_) cwnd_ = std::max(cwnd_, window);
+  }
 
   std::uint32_t window() const { return cwnd_; }
   std::uint64_t rate_hint_bps() const { return rate_hint_bps_; }
@@ -52,12 +58,13 @@ class CongestionController {
     window_acked_ = window_marked_ = 0;
     window_start_ = now;
   }
-  // Bytes newly acknowledged on an active path whose ACK carried no mark.
+  // Bytes newly acknowledged on an active path whose ACK carried no mark; past slow
+  // start the window gains `boost` packets per active path per round trip.
   void on_acked(std::uint32_t acked_bytes, std::uint32_t mss, std::uint32_t active_paths,
-                std::uint64_t cap) {
+                std::uint64_t cap, std::uint32_t boost) {
     const std::uint64_t grown =
         slow_start_ ? std::uint64_t{cwnd_} + acked_bytes
-                    : cwnd_ + std::uint64_t{mss} * acked_bytes * active_paths / cwnd_;
+                    : cwnd_ + std::uint64_t{mss} * acked_bytes * active_paths * boost / cwnd_;
     cwnd_ = static_cast<std::uint32_t>(std::min(cap, grown));
   }
 

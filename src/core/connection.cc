@@ -17,6 +17,7 @@ Connection::Connection(EngineContext& ctx, ConnId id, const Endpoint& peer, Time
       tx_isn_(ctx.config.initial_psn >= 0 ? static_cast<std::uint32_t>(ctx.config.initial_psn)
                                           : static_cast<std::uint32_t>(ctx.random.next())),
       started_(now),
+      path_window_packets_(ctx.config.path_window_packets),
       port_salt_(static_cast<std::uint32_t>(ctx.random.next())),
       inbound_(ctx.config.max_inbound_messages) {}
 
@@ -105,9 +106,12 @@ void Connection::establish(Time now) {
   reply_to_ = {};
   handshake_at_ = kNever;
   handshake_copy_ = false;
+  // The set-up round trip is at least the time since our latest timed CONNECT or ACCEPT,
+  // whichever copy was answered.
+  const Time setup_rtt = handshake_sent_ == kNever ? 0 : now - handshake_sent_;
   const std::uint32_t per_path =
       std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
-  paths_.reset(cfg_.paths, cfg_.path_window_packets, cfg_.initial_rtt, tx_isn_, per_path);
+  paths_.reset(cfg_.paths, path_window_packets_, cfg_.initial_rtt, tx_isn_, per_path);
   paths_.set_train(cfg_.path_train_bytes);
   // The receiving tables too wait for a proven peer: a flood of CONNECTs costs no more.
   if (rx_.size() != peer_paths_) rx_.assign(peer_paths_, RxPath{});
@@ -123,6 +127,7 @@ void Connection::establish(Time now) {
   }
   srtt_ = cfg_.initial_rtt;
   cc_.start(now);
+  open_to_bdp(setup_rtt);
   emit_event(now, EventKind::kConnEstablished);
   for (StreamId sid : streams_) {
     Stream* s = ctx_.stream(sid);

@@ -234,6 +234,8 @@ class Connection {
   void update_windows(Time now, TxPath& p, std::uint32_t acked_bytes, std::uint32_t rx_delta,
                       std::uint32_t ce_delta);
   std::uint32_t max_path_window() const;
+  void open_to_bdp(Time rtt);
+  std::uint32_t increase_boost(const TxPath& p) const;
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
   Time path_pto(const TxPath& p) const;
@@ -255,11 +257,13 @@ class Connection {
   bool send_close_ack_ = false;
   bool counted_sender_ = false;
   bool peer_seen_ = false;     // DATA has arrived from the peer
+  bool rtt_sampled_ = false;   // an ACK has given an RTT sample
   bool peer_backlog_ = false;  // the BACKLOG flag of the latest DATA it sent
   std::uint16_t mss_;
   std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
   std::uint32_t peer_sent_at_ = 0;   // sender timestamp of that DATA
   Time handshake_at_ = kNever;       // next CONNECT/ACCEPT/CLOSE retransmission
+  Time handshake_sent_ = kNever;     // our latest timed CONNECT or ACCEPT
   Time last_backlog_ = 0;
   Time peer_noted_at_ = 0;  // when peer_backlog_ was last set
   // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
@@ -311,6 +315,7 @@ class Connection {
   Time time_wait_until_ = kNever;
 
   // Paths.
+  std::uint32_t path_window_packets_;  // a path's packets outstanding at most, set up once
   std::uint32_t retransmit_cursor_ = 0;
   std::uint8_t plane_down_mask_ = 0;
   std::uint32_t port_salt_;

@@ -33,11 +33,50 @@ bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
 }  // namespace
 
 std::uint32_t Connection::max_path_window() const {
-  return cfg_.path_window_packets * (mss_ + kHeaderAllowance);
+  return path_window_packets_ * (mss_ + kHeaderAllowance);
+}
+
+// A connection that starts at a few hundred KiB and doubles per round trip needs most
+// of a long-haul transfer to reach the line rate, where RoCE starts at it: 14 ms of a
+// 15 ms ring all-reduce across a 1 ms link. With bdp_start set, slow start opens the
+// window at once to bdp_start line-rate round trips, up to every path's limit, and a
+// path may hold the whole SACK span when its share of that needs it. The round trip is
+// the set-up's at first (a lower bound, whichever copy was answered), then the first
+// sample's. Off by default: it needs a true line rate, and a round trip that is mostly
+// distance. Inside a fabric, set-ups queue behind data (4,032 at once in E3), and a
+// window opened to that round trip is a burst into the queue that inflated it.
+void Connection::open_to_bdp(Time rtt) {
+  if (cfg_.bdp_start <= 0 || !cc_.slow_start() || paths_.size() == 0) return;
+  const double bdp = cfg_.bdp_start * double(cfg_.line_rate_bps) / 8 * double(rtt) / kSecond;
+  if (bdp <= cc_.window()) return;
+  if (path_window_packets_ < EntryPool::kMaxSize &&
+      bdp > double(paths_.size()) * max_path_window()) {
+    path_window_packets_ = EntryPool::kMaxSize;
+    paths_.widen(path_window_packets_);
+  }
+  const auto target =
+      static_cast<std::uint32_t>(std::min(bdp, double(paths_.size()) * max_path_window()));
+  cc_.open_to(target);
+  const std::uint32_t per_path = target / static_cast<std::uint32_t>(paths_.size());
+  for (TxPath& p : paths_) {
+    if (p.active() && p.cwnd() < per_path && p.cwnd() < p.ssthresh) {
+      paths_.set_cwnd(p, std::min(per_path, p.ssthresh));
+    }
+  }
+}
+
+// Past slow start the windows gain about a packet per round trip, which at a long-haul
+// round trip is too slow to matter: a 2 ms connection cut by an eighth at 3.9 MB would
+// take over 100 round trips to regain it. Where the RTT floor is longer than increase_interval,
+// the gain is a packet per increase_interval instead, as fast in time as a short path's.
+std::uint32_t Connection::increase_boost(const TxPath& p) const {
+  if (cfg_.increase_interval <= 0) return 1;
+  return static_cast<std::uint32_t>(
+      std::clamp<Time>(p.rtt.min_rtt() / cfg_.increase_interval, 1, 1 << 16));
 }
 
 Time Connection::path_rto(const TxPath& p) const {
-  const Time base = p.rtt.rto(cfg_.min_rto, cfg_.max_rto);
+  const Time base = p.rtt.rto(cfg_.min_rto, cfg_.max_rto, cfg_.ack_delay);
   return std::min(base << std::min<std::uint32_t>(p.timeouts, 6), cfg_.max_rto);
 }
 
@@ -156,6 +195,10 @@ inline void Connection::sample_rtt(Time now, TxPath& p, const wire::AckHeader& a
   const Time sample = elapsed - a.ack_delay;
   p.rtt.sample(sample);
   srtt_ = (7 * srtt_ + sample) / 8;
+  if (!rtt_sampled_) {
+    rtt_sampled_ = true;
+    open_to_bdp(sample);
+  }
 }
 
 // The receiver counts the packets it accepted on the path and echoes the latest one's
@@ -363,7 +406,7 @@ void Connection::fail_path(Time now, TxPath& p) {
       // other (a spine, a link) share fate: the first one's id labels them all.
       p.fate = now <= fate_until_ ? fate_label_ : p.id;
       fate_label_ = p.fate;
-      fate_until_ = now + 4 * p.rtt.rto(cfg_.min_rto, cfg_.max_rto);
+      fate_until_ = now + 4 * p.rtt.rto(cfg_.min_rto, cfg_.max_rto, cfg_.ack_delay);
     }
   }
   p.homing = false;
@@ -385,7 +428,8 @@ void Connection::fail_path(Time now, TxPath& p) {
   p.tail_probes_sent = 0;
   p.quiet = false;
   p.probe_at = now;
-  p.probe_interval = std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto));
+  p.probe_interval =
+      std::max(cfg_.probe_interval, p.rtt.rto(cfg_.min_rto, cfg_.max_rto, cfg_.ack_delay));
   arm_path_timer(now);
   ++p.stats.reentropies;
   ++reentropies_;
@@ -582,16 +626,17 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
   }
   if (acked_bytes == 0 || !p.active()) return;
   const std::uint32_t cap = max_path_window();
+  const std::uint32_t boost = increase_boost(p);
   if (p.cwnd() < p.ssthresh) {
     paths_.set_cwnd(p, std::min(cap, p.cwnd() + acked_bytes));
   } else {
-    // Coupled increase: all paths together gain about one packet per round trip.
-    const std::uint64_t inc =
-        std::uint64_t{mss_} * acked_bytes / std::max<std::uint64_t>(paths_.active_cwnd(), 1);
+    // Coupled increase: all paths together gain about `boost` packets per round trip.
+    const std::uint64_t inc = std::uint64_t{mss_} * acked_bytes * boost /
+                              std::max<std::uint64_t>(paths_.active_cwnd(), 1);
     paths_.set_cwnd(p, static_cast<std::uint32_t>(std::min<std::uint64_t>(
                            cap, p.cwnd() + std::max<std::uint64_t>(inc, 1))));
   }
-  cc_.on_acked(acked_bytes, mss_, paths_.active_paths(), std::uint64_t{cap} * paths_.size());
+  cc_.on_acked(acked_bytes, mss_, paths_.active_paths(), std::uint64_t{cap} * paths_.size(), boost);
 }
 
 }  // namespace mroce

@@ -69,6 +69,13 @@ void PathSet::reset(std::size_t n, std::uint32_t window_packets, Time initial_rt
   may_send_.reset(n, true);
 }
 
+void PathSet::widen(std::uint32_t window_packets) {
+  for (TxPath& p : paths_) {
+    p.window_ = static_cast<std::uint16_t>(std::max<std::uint32_t>(p.window_, window_packets));
+    if (p.active()) may_send_.set(p.id);
+  }
+}
+
 void PathSet::failed(TxPath& p, std::uint32_t isn, std::uint32_t cwnd) {
   inflight_ -= p.inflight_;
   if (p.lost_pending_ > 0) --lost_paths_;

@@ -66,6 +66,8 @@ class PathSet {
 
   // Something on the path changed that may give it room.
   void may_send(const TxPath& p) { may_send_.set(p.id); }
+  // Lets every path hold up to `window_packets` outstanding (a power of two, only more).
+  void widen(std::uint32_t window_packets);
 
   // The entry went out on the path with e.bytes on the wire: it is in flight.
   void sent(TxPath& p, TxEntry& e) {

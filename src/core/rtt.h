@@ -32,8 +32,9 @@ class RttEstimator {
   Time min_rtt() const { return has_sample_ ? min_rtt_ : srtt_; }
   Time latest() const { return has_sample_ ? latest_ : srtt_; }
   bool has_sample() const { return has_sample_; }
-  Time rto(Time min_rto, Time max_rto) const {
-    return std::clamp(srtt_ + std::max<Time>(4 * rttvar_, 1000), min_rto, max_rto);
+  // `ack_delay`: how long the peer may hold an ACK, which the samples leave out.
+  Time rto(Time min_rto, Time max_rto, Time ack_delay) const {
+    return std::clamp(srtt_ + std::max<Time>(4 * rttvar_, 1000) + ack_delay, min_rto, max_rto);
   }
   // Queueing shows as latest RTT well above the path's floor.
   bool inflated() const {

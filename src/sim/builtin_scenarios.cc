@@ -150,6 +150,8 @@ long_haul_delay = "1ms"
 sample_interval = "100us"
 [transport.roce]
 ack_timeout = "32ms"  # the 1 ms default is shorter than the long-haul round trip
+[transport.mroce]
+bdp_start = 1  # slow start opens at once to the long-haul round trip at the line rate
 [[workload]]
 kind = "ring_allreduce"
 bytes = "64MiB"
@@ -170,6 +172,8 @@ long_haul_delay = "1ms"
 sample_interval = "100us"
 [transport.roce]
 ack_timeout = "32ms"  # the 1 ms default is shorter than the long-haul round trip
+[transport.mroce]
+bdp_start = 1  # slow start opens at once to the long-haul round trip at the line rate
 [[workload]]
 kind = "all_to_all"
 bytes = "4MiB"

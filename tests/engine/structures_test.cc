@@ -201,9 +201,9 @@ TEST(RttEstimator, SmoothsAsRfc6298AndClampsTheTimeout) {
   EXPECT_EQ(r.min_rtt(), 40 * kMicrosecond);
   EXPECT_EQ(r.latest(), 80 * kMicrosecond);
   EXPECT_TRUE(r.inflated());  // 80 > 40 + 20 + 2
-  EXPECT_EQ(r.rto(1, kSecond), 45 * kMicrosecond + 4 * 25 * kMicrosecond);
-  EXPECT_EQ(r.rto(1 * kMillisecond, kSecond), 1 * kMillisecond);
-  EXPECT_EQ(r.rto(1, 50 * kMicrosecond), 50 * kMicrosecond);
+  EXPECT_EQ(r.rto(1, kSecond, 0), 45 * kMicrosecond + 4 * 25 * kMicrosecond);
+  EXPECT_EQ(r.rto(1 * kMillisecond, kSecond, 0), 1 * kMillisecond);
+  EXPECT_EQ(r.rto(1, 50 * kMicrosecond, 0), 50 * kMicrosecond);
   r.sample(0);  // a zero sample counts as 1 ns, not as "none"
   EXPECT_EQ(r.min_rtt(), 1u);
   EXPECT_FALSE(r.inflated());
@@ -211,7 +211,9 @@ TEST(RttEstimator, SmoothsAsRfc6298AndClampsTheTimeout) {
   for (int i = 0; i < 200; ++i) steady.sample(10 * kMicrosecond);
   EXPECT_EQ(steady.srtt(), 10 * kMicrosecond);
   EXPECT_EQ(steady.rttvar(), 0u);
-  EXPECT_EQ(steady.rto(1, kSecond), 10 * kMicrosecond + 1000);  // variance floor of 1 us
+  EXPECT_EQ(steady.rto(1, kSecond, 0), 10 * kMicrosecond + 1000);  // variance floor of 1 us
+  // The peer's delayed ACK is left out of the samples, so the timeout allows for it.
+  EXPECT_EQ(steady.rto(1, kSecond, 20 * kMicrosecond), 30 * kMicrosecond + 1000);
 }
 
 TEST(InboundTable, HoldsNothingUntilOpened) {
