@@ -19,6 +19,9 @@
 # number of MPI ranks in RANKS, e.g. RANKS='2 4', when the build has MPI), alternating
 # for ROUNDS rounds (default 2), and writes the side-by-side table into
 # docs/SIMULATOR.md (between the htsim-table markers) as well as printing it.
+# HOSTS=1024 runs the same at htsim's 1,024-node scale instead: its k=16 fat-tree and
+# its shipped permutation of 2 MB flows, beside htsim-perm at k=16 with 2 MB flows
+# (markers htsim-table-1024).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 htsim=
@@ -44,7 +47,8 @@ run() {
   rm -f "$out/run.json"
   # shellcheck disable=SC2086
   if ! /usr/bin/time -v -o "$out/time.txt" "$@" "$sim" run htsim-perm --transport "$t" \
-    --no-progress -q --json "$out/run.json" ${PERF_ARGS:-} ${SIM_ARGS:-} 2>"$out/err.txt"; then
+    --no-progress -q --json "$out/run.json" ${SCALE_ARGS:-} ${PERF_ARGS:-} ${SIM_ARGS:-} \
+    2>"$out/err.txt"; then
     printf '%-10s %s\n' "$label" "not run: $(grep -m1 -i 'error\|failed' "$out/err.txt")"
     return
   fi
@@ -77,20 +81,36 @@ fi
   echo "run_perf.sh: --htsim $htsim: no such directory" >&2
   exit 2
 }
+hosts=${HOSTS:-128}
+case $hosts in
+  128)
+    cm_name=perm_128n_128c_2MB.cm topo_name=fat_tree_128_1os.topo
+    flow_bytes=32000000 marker="htsim-table"
+    ;;
+  1024)
+    cm_name=perm_1024n_1024c_0u_2000000b.cm topo_name=fat_tree_1024_1os.topo
+    flow_bytes=2000000 marker="htsim-table-1024"
+    SCALE_ARGS="--set topology.k=16 --set workload.0.bytes=$flow_bytes"
+    ;;
+  *)
+    echo "run_perf.sh: HOSTS=$hosts: 128 or 1024" >&2
+    exit 2
+    ;;
+esac
 uec=$(find "$htsim" -type f -name htsim_uec -perm -u+x -print -quit)
-cm=$(find "$htsim" -type f -name perm_128n_128c_2MB.cm -print -quit)
-topo=$(find "$htsim" -type f -name fat_tree_128_1os.topo -print -quit)
+cm=$(find "$htsim" -type f -name "$cm_name" -print -quit)
+topo=$(find "$htsim" -type f -name "$topo_name" -print -quit)
 for f in uec cm topo; do
   if [ -z "${!f}" ]; then
-    echo "run_perf.sh: --htsim $htsim: no htsim_uec binary, perm_128n_128c_2MB.cm or fat_tree_128_1os.topo below it" >&2
+    echo "run_perf.sh: --htsim $htsim: no htsim_uec binary, $cm_name or $topo_name below it" >&2
     exit 2
   fi
 done
 uec=$(realpath "$uec")
 topo=$(realpath "$topo")
 # htsim stops when every flow is done or at -end (us; its default, 1 ms, is too soon).
-# htsim's own 128-node permutation, its flows scaled to mroce-sim's 32 MB (10^6 bytes).
-sed -E 's/size [0-9]+/size 32000000/' "$cm" >"$out/perm_128n_128c_32MB.cm"
+# htsim's own permutation, its flows set to mroce-sim's size (10^6 bytes per MB).
+sed -E "s/size [0-9]+/size $flow_bytes/" "$cm" >"$out/perm.cm"
 cmake --build "$build" --target mroce-sim -j 2 >/dev/null
 sim="$build/tools/sim/mroce-sim"
 mpirun=$(command -v mpirun || true)
@@ -107,11 +127,11 @@ fi
 run_htsim() {
   mkdir -p "$out/htsim"
   if ! (cd "$out/htsim" && /usr/bin/time -v -o "$out/htime.txt" "$uec" \
-    -tm "$out/perm_128n_128c_32MB.cm" -topo "$topo" -end 1000000 >"$out/hout.txt" 2>&1); then
+    -tm "$out/perm.cm" -topo "$topo" -end 1000000 >"$out/hout.txt" 2>&1); then
     echo "run_perf.sh: htsim_uec failed: $(tail -1 "$out/hout.txt")" >&2
     exit 1
   fi
-  python3 - "$out/hout.txt" "$out/htime.txt" <<'PY' | tee -a "$out/rows"
+  python3 - "$out/hout.txt" "$out/htime.txt" "$hosts" <<'PY' | tee -a "$out/rows"
 import re, sys
 text = open(sys.argv[1]).read()
 tm = open(sys.argv[2]).read()
@@ -122,7 +142,7 @@ w = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", tm)
 wall = int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))
 rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1))
 print(f'{"htsim_uec":<10} {wall:10.2f} {"-":>12} {"-":>14} {data:12d} '
-      f'{data / wall:14.0f} {rss / 1024:10.1f} {flows == 128}')
+      f'{data / wall:14.0f} {rss / 1024:10.1f} {flows == int(sys.argv[3])}')
 PY
 }
 
@@ -175,13 +195,13 @@ PY
 echo
 cat "$out/table.md"
 doc=docs/SIMULATOR.md
-if grep -q '<!-- htsim-table begin -->' "$doc"; then
-  python3 - "$doc" "$out/table.md" <<'PY'
+if grep -q "<!-- $marker begin -->" "$doc"; then
+  python3 - "$doc" "$out/table.md" "$marker" <<'PY'
 import sys
-doc, table = sys.argv[1], open(sys.argv[2]).read()
+doc, table, marker = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
 text = open(doc).read()
-a = text.index("<!-- htsim-table begin -->") + len("<!-- htsim-table begin -->\n")
-b = text.index("<!-- htsim-table end -->")
+a = text.index(f"<!-- {marker} begin -->") + len(f"<!-- {marker} begin -->\n")
+b = text.index(f"<!-- {marker} end -->")
 open(doc, "w").write(text[:a] + table + text[b:])
 PY
   echo "(written into $doc)"

@@ -103,6 +103,13 @@ bool EventQueue::load_next_slot() {
   sort_slot(cursor_);
   // Before anything can be scheduled at their times, and in (time, sequence) order.
   pull_due_overflow();
+  // Most slots hold one event: the next one is the head of the next busy slot, which
+  // may still gain earlier events; fetching ahead for it is a guess, not a commitment.
+  if (busy_slots_ > 0) {
+    const std::uint32_t last = last_[next_busy((cursor_ + 1) & (kSlots - 1))];
+    const Node& head = nodes_[nodes_[last].next];
+    head.handler->prefetch(head.arg);
+  }
   return true;
 }
 

@@ -24,6 +24,10 @@ namespace mroce::sim {
 class EventHandler {
  public:
   virtual void on_event(SimTime now, std::uint64_t arg) = 0;
+  // Called one event ahead of on_event(arg), to start fetching what that reads first:
+  // the simulator's own time is mostly cache misses on packets and nodes spread over
+  // a large heap, and one event's work is long enough to hide one.
+  virtual void prefetch(std::uint64_t /*arg*/) const {}
 
  protected:
   ~EventHandler() = default;
@@ -71,8 +75,11 @@ class EventQueue {
       busy_bits_[cursor_ >> 6] &= ~(std::uint64_t{1} << (cursor_ & 63));
     } else {
       nodes_[last].next = node.next;
-      // The next handler is most often a link far from the cache: start fetching it now.
-      __builtin_prefetch(nodes_[node.next].handler);
+      // The next event's handler was fetched while this one was the next: let it fetch
+      // its own data, and start on the handler after it.
+      const Node& next = nodes_[node.next];
+      next.handler->prefetch(next.arg);
+      __builtin_prefetch(nodes_[next.next].handler);
     }
     node.next = free_;
     free_ = n;

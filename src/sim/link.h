@@ -136,6 +136,11 @@ class alignas(64) Link final : public EventHandler {
     }
     on_other_event(now, arg);
   }
+  void prefetch(std::uint64_t arg) const override {
+    if ((arg >> kKindShift) != kArrive) return;
+    __builtin_prefetch(&arrive_ctx_->packets[static_cast<PacketId>(arg)]);
+    __builtin_prefetch(to_);
+  }
 
  private:
   enum Kind : std::uint64_t { kWake = 0, kArrive = 1, kPause = 2, kResume = 3 };

@@ -125,6 +125,33 @@ TEST(EventQueue, JumpsAcrossEmptyStretches) {
   EXPECT_EQ(r.seen, want);
 }
 
+// The handler of the next event is asked to fetch ahead for it before the current one
+// runs, whether the two share a wheel slot or not.
+struct Prefetched final : EventHandler {
+  std::vector<std::uint64_t> hinted;         // args prefetch was called with, in order
+  std::vector<std::uint64_t> hinted_before;  // per event run: was its arg hinted already?
+  void on_event(SimTime, std::uint64_t arg) override {
+    hinted_before.push_back(std::count(hinted.begin(), hinted.end(), arg));
+  }
+  void prefetch(std::uint64_t arg) const override {
+    const_cast<Prefetched*>(this)->hinted.push_back(arg);
+  }
+};
+
+TEST(EventQueue, AsksTheNextEventsHandlerToFetchAhead) {
+  EventQueue q;
+  Prefetched h;
+  q.schedule(1 * kUs, &h, 1);
+  q.schedule(1 * kUs + 1, &h, 2);  // the same 256 ps slot as the first
+  q.schedule(5 * kUs, &h, 3);      // a later slot
+  q.schedule(9 * kUs, &h, 4);      // and another
+  while (q.run_one()) {
+  }
+  // Moving the cursor to a slot hints the head of the next busy one; within a slot, each
+  // event hints the one after it. Nothing runs before the first.
+  EXPECT_EQ(h.hinted_before, (std::vector<std::uint64_t>{0, 1, 1, 1}));
+}
+
 TEST(Time, ConvertsExactly) {
   EXPECT_EQ(from_ns(1234), 1'234'000u);
   EXPECT_EQ(to_ns(from_ns(987654321)), 987654321u);
