@@ -328,9 +328,9 @@ def main():
                   "all-to-all of 1 MiB per ordered pair: 4,032 flows, which MetaRoCE carries "
                   "over 2,016 connections (the two directions of a pair share one) and the "
                   "baseline over 4,032 QPs per plane; *connections* counts them at both ends. "
-                  "Hosts hold up to 8 packets per NIC (`queue.nic_packets = 8`; the host pulls "
-                  "from its engine while every NIC holds fewer, so with the default of 2 one "
-                  "busy NIC idles the others). *Scaling* is algorithm bandwidth over "
+                  "Hosts hold up to 8 packets per NIC (`queue.nic_packets = 8`); MetaRoCE is told "
+                  "which NICs are full and sends new data on the others, the baseline is pulled "
+                  "only while every NIC has room. *Scaling* is algorithm bandwidth over "
                   "the same transport's one-plane run.\n")
         rows = []
         series = {t: [] for t in T}
@@ -379,9 +379,12 @@ def main():
                   + "; ".join(f"{f['what']} at {fmt(f['time_us'])} us" for f in fails) + ". "
                   "Throughput is the data delivered to hosts per 10 us sample. *Before* is "
                   "the mean over the 300 us before the failure, *during* the mean from the "
-                  "failure to the heal. *Recovery* is the time from the failure until the "
-                  "30 us moving average reaches (P-1)/P = "
-                  f"{P - 1}/{P} of *before* and stays there until the heal. *Timers* are the "
+                  "failure to the heal, or to the transport's first completion if that comes "
+                  "sooner (as flows finish the fabric idles for reasons of its own); with one of P planes down, (P-1)/P = "
+                  f"{P - 1}/{P} of *before* is the most the others can carry. *Recovery* is "
+                  "the time from the failure until the 30 us moving average reaches 90% of "
+                  f"that, 0.9 x {P - 1}/{P} of *before*, and stays there until the heal. "
+                  "*Timers* are the "
                   "retransmission timers of both engines (MetaRoCE `min_rto`, RoCE "
                   "`ack_timeout`); MetaRoCE declares a path failed after 3 timeouts "
                   "without an ACK, RoCE moves a QP to error after 7 retries. *Paths "
@@ -398,18 +401,19 @@ def main():
                 r = e4["runs"][t]
                 s_ = e4["samples"][t]
                 files.append(plots.data(f"{rid}_{t}.dat", s_))
+                done = [float(f["end_us"]) for f in e4["flows"][t] if f["status"] == "ok"]
+                end = min(t_heal if t_heal else float("inf"), min(done, default=float("inf")))
                 before = avg_rate(s_, t_fail - 300, t_fail) if t_fail else None
-                during = avg_rate(s_, t_fail, t_heal) if t_heal else None
+                during = avg_rate(s_, t_fail, end) if t_heal else None
                 rec = None
                 if before:
-                    end = t_heal if t_heal else float("inf")
                     ma = []
                     for i, (tt, _) in enumerate(s_):
                         if t_fail < tt <= end:
                             ma.append((tt, mean([g for _, g in s_[max(0, i - 2):i + 1]])))
                     ok_from = None
                     for tt, g in reversed(ma):
-                        if g >= (P - 1) / P * before:
+                        if g >= 0.9 * (P - 1) / P * before:
                             ok_from = tt
                         else:
                             break
@@ -441,8 +445,8 @@ def main():
                              "ran out of retries and went to error, failing every message "
                              "with a part on that plane; MetaRoCE completed all of its flows.")
             if mrec is None:
-                worse.append(f"E4 ({timers} timers): MetaRoCE did not hold {P - 1}/{P} of its "
-                             "throughput before the failure (30 us average) through to the heal"
+                worse.append(f"E4 ({timers} timers): MetaRoCE did not hold 0.9 x {P - 1}/{P} of "
+                             "its throughput before the failure (30 us average) through to the heal"
                              + (" (neither did the baseline)." if brec is None else "."))
             marks = ""
             for tt in (t_fail, t_heal):

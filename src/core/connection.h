@@ -110,7 +110,8 @@ class Connection {
   std::size_t heap_index = ~std::size_t{0};
   Time heap_key = kNever;
   bool in_ready = false;
-  bool half_open = false;  // in the engine's table of unproven set-ups
+  bool waiting_for_planes = false;  // in EngineContext::waiting_for_planes
+  bool half_open = false;           // in the engine's table of unproven set-ups
   // The application put the stream in error: its open work is flushed.
   void flush_to_error(Stream& s) { flush_stream(s, WcStatus::kWrFlushErr); }
 

@@ -327,8 +327,15 @@ bool Connection::emit_tail_probe(Time now, std::span<std::uint8_t> buf, TxMeta* 
 bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   if (paths_.inflight() >= cc_.window()) return false;
   paths_.set_quiet_share(cc_.window() / std::max<std::uint32_t>(paths_.active_paths(), 1));
-  TxPath* p = paths_.pick(now);
-  if (!p) return false;
+  TxPath* p = paths_.pick(now, ctx_.blocked_planes);
+  if (!p) {
+    // Room only behind full queues of the driver: ask to be polled when one drains.
+    if (paths_.blocked_only() && !waiting_for_planes) {
+      waiting_for_planes = true;
+      ctx_.waiting_for_planes.push_back(id_);
+    }
+    return false;
+  }
   SegmentRef seg;
   bool moved = false;
   if (!next_segment(now, &seg, &moved)) return false;

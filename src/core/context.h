@@ -47,6 +47,8 @@ struct EngineContext {
   EntryPool entries;  // send rings of every connection's paths
   Counters counters;
   Sink* sink = nullptr;
+  std::uint8_t blocked_planes = 0;                     // the driver's full per-plane queues
+  std::vector<ConnId> waiting_for_planes;              // connections that had data for those alone
   std::vector<std::unique_ptr<Stream>> streams;        // id - 1; null once destroyed
   std::vector<std::unique_ptr<SharedRecvQueue>> srqs;  // id - 1; null once destroyed
 };

@@ -693,6 +693,22 @@ bool Engine::poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   return false;
 }
 
+bool Engine::set_blocked_planes(std::uint8_t mask) {
+  const ValidateOnReturn check(*this);
+  const bool freed = (ctx_.blocked_planes & ~mask) != 0;
+  ctx_.blocked_planes = mask;
+  if (freed) {
+    for (const ConnId id : ctx_.waiting_for_planes) {
+      Connection* c = find(id);
+      if (!c) continue;
+      c->waiting_for_planes = false;
+      touch(*c);
+    }
+    ctx_.waiting_for_planes.clear();
+  }
+  return true;
+}
+
 void Engine::on_timer(Time now) {
   const ValidateOnReturn check(*this);
   expired_.clear();

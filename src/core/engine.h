@@ -52,6 +52,7 @@ class Engine final : public Transport {
 
   void on_packet(Time now, const RxMeta& meta, std::span<const std::uint8_t> bytes) override;
   bool poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) override;
+  bool set_blocked_planes(std::uint8_t mask) override;
   void on_timer(Time now) override;
   Time next_deadline() const override { return heap_.top_key(); }
   std::size_t max_packet_size() const override;

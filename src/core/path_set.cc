@@ -99,22 +99,24 @@ void PathSet::recovered(TxPath& p) {
   --failed_paths_;
 }
 
-bool PathSet::train_continues(Time now) const {
+bool PathSet::train_continues(Time now, std::uint8_t blocked) const {
   if (train_budget_ == 0 || train_path_ >= paths_.size()) return false;
   const TxPath& p = paths_[train_path_];
-  return train_bytes_ + train_last_ <= train_budget_ && p.active() && p.timeouts == 0 && !held(p) &&
-         !p.ring_full() && p.inflight_ < p.cwnd_ && p.credit > 0 && p.avoid_until <= now;
+  return train_bytes_ + train_last_ <= train_budget_ && !(blocked >> p.plane & 1) && p.active() &&
+         p.timeouts == 0 && !held(p) && !p.ring_full() && p.inflight_ < p.cwnd_ && p.credit > 0 &&
+         p.avoid_until <= now;
 }
 
-TxPath* PathSet::pick(Time now) {
-  if (train_continues(now)) return &paths_[train_path_];
-  TxPath* chosen = pick_turn(now);
+TxPath* PathSet::pick(Time now, std::uint8_t blocked) {
+  blocked_only_ = false;
+  if (train_continues(now, blocked)) return &paths_[train_path_];
+  TxPath* chosen = pick_turn(now, blocked);
   train_path_ = chosen ? chosen->id : ~0u;
   train_bytes_ = 0;
   return chosen;
 }
 
-TxPath* PathSet::pick_turn(Time now) {
+TxPath* PathSet::pick_turn(Time now, std::uint8_t blocked) {
   const std::size_t n = paths_.size();
   const std::size_t start = cursor_ % n;
   for (int pass = 0; pass < 2; ++pass) {
@@ -126,6 +128,10 @@ TxPath* PathSet::pick_turn(Time now) {
         TxPath& p = paths_[i];
         if (!p.active() || p.timeouts > 0 || held(p) || p.ring_full() || p.inflight_ >= p.cwnd_) {
           may_send_.clear(i);  // until an ACK, a loss, a window change or a recovery on it
+          continue;
+        }
+        if (blocked >> p.plane & 1) {  // room, but its plane's queue is full: not a turn
+          blocked_only_ = true;
           continue;
         }
         eligible = true;

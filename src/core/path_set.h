@@ -143,8 +143,11 @@ class PathSet {
   // The next path to carry a new packet: round robin over the paths with window room,
   // each path's turns in proportion to its window (deficit round robin), paths marked
   // within the last round trip only when no clear path has room, quiet paths only up to
-  // their share (set_quiet_share); a turn is one train (set_train). Null if none has room.
-  TxPath* pick(Time now);
+  // their share (set_quiet_share); a turn is one train (set_train). Paths on the planes
+  // of `blocked` are passed over. Null if none has room; blocked_only() then says
+  // whether some path on a blocked plane had.
+  TxPath* pick(Time now, std::uint8_t blocked = 0);
+  bool blocked_only() const { return blocked_only_; }
 
   // Recomputes every total from the paths and aborts, naming the first that disagrees.
   void validate() const;
@@ -153,10 +156,10 @@ class PathSet {
   void grow(TxPath& p, std::uint32_t psn);  // room for psn, keeping [snd_una, psn)
   void release_ring(TxPath& p);
   void release_rings();
-  bool train_continues(Time now) const;
+  bool train_continues(Time now, std::uint8_t blocked) const;
   // Quiet and holding its share: out of the may-send mask until it acknowledges something.
   bool held(const TxPath& p) const { return p.quiet && p.inflight_ >= quiet_share_; }
-  TxPath* pick_turn(Time now);  // the next turn of the round robin
+  TxPath* pick_turn(Time now, std::uint8_t blocked);  // the next turn of the round robin
 
   // The totals first: every poll reads some of them, before any path.
   std::uint32_t inflight_ = 0;
@@ -174,6 +177,7 @@ class PathSet {
   std::vector<TxPath> paths_;
   std::unique_ptr<EntryPool> own_;
   EntryPool* pool_;
+  bool blocked_only_ = false;
   PathMask may_send_;  // paths that may send: every other is full, failed, timed out or quiet
 };
 

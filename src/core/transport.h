@@ -285,6 +285,14 @@ class Transport {
   // Writes the next datagram to send into `buf` (at least max_packet_size() bytes) and
   // fills `out`; returns false when nothing may be sent now.
   virtual bool poll_transmit(Time now, std::span<std::uint8_t> buf, TxMeta* out) = 0;
+  // The planes whose send queues in the driver are full (bit i: plane i), so that new
+  // data goes to paths on the others instead of waiting behind them. A driver with a
+  // queue per plane calls it as they fill and drain. Returns false when the transport
+  // cannot steer: the driver then stops polling while any queue is full.
+  virtual bool set_blocked_planes(std::uint8_t mask) {
+    (void)mask;
+    return false;
+  }
   virtual void on_timer(Time now) = 0;
   virtual Time next_deadline() const = 0;
   virtual std::size_t max_packet_size() const = 0;

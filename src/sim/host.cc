@@ -18,13 +18,20 @@ std::uint32_t ipv4_or_zero(const Address& a) {
 
 }  // namespace
 
-Host::Host(SimContext& ctx, std::uint32_t id, std::uint32_t planes, std::uint32_t nic_queue_packets)
-    : ctx_(ctx), id_(id), nic_queue_packets_(nic_queue_packets), nics_(planes, nullptr) {}
+Host::Host(SimContext& ctx, std::uint32_t id, std::uint32_t planes, std::uint32_t nic_queue_packets,
+           bool steer_planes)
+    : ctx_(ctx),
+      id_(id),
+      nic_queue_packets_(nic_queue_packets),
+      nics_(planes, nullptr),
+      steer_planes_(steer_planes) {}
 
 void Host::set_transport(std::unique_ptr<Transport> transport) {
   transport_ = std::move(transport);
   transport_->set_sink(this);
   scratch_.assign(std::max<std::size_t>(transport_->max_packet_size(), kMaxHeaderBytes), 0);
+  blocked_ = 0;
+  steers_ = steer_planes_ && nics_.size() > 1 && transport_->set_blocked_planes(0);
 }
 
 Errc Host::post_send(StreamId stream, const SendWr& wr) {
@@ -112,12 +119,13 @@ void Host::flush(SimTime now) {
   rearm(now);
 }
 
-bool Host::nics_have_room() const {
+std::uint8_t Host::full_nics() const {
   const SimTime now = ctx_.now();
-  for (const Link* nic : nics_) {
-    if (nic->queued_packets(now) >= nic_queue_packets_) return false;
+  std::uint8_t full = 0;
+  for (std::size_t i = 0; i < nics_.size(); ++i) {
+    if (nics_[i]->queued_packets(now) >= nic_queue_packets_) full |= std::uint8_t(1u << i);
   }
-  return true;
+  return full;
 }
 
 void Host::pump(SimTime now) {
@@ -126,7 +134,20 @@ void Host::pump(SimTime now) {
   ++depth_;
   const Time t = to_ns(now);
   std::span<std::uint8_t> buf(scratch_);
-  while (nics_have_room()) {
+  const std::uint8_t all = static_cast<std::uint8_t>((1u << nics_.size()) - 1);
+  for (;;) {
+    // A busy NIC idles the others unless the transport can send around it: one engine
+    // feeds every NIC, and its next packet may be for the full one.
+    const std::uint8_t full = full_nics();
+    if (steers_) {
+      if (full == all) break;
+      if (full != blocked_) {
+        blocked_ = full;
+        transport_->set_blocked_planes(full);
+      }
+    } else if (full != 0) {
+      break;
+    }
     TxMeta meta;
     if (!transport_->poll_transmit(t, buf, &meta)) break;
     transmit(now, meta);
@@ -172,7 +193,7 @@ void Host::rearm(SimTime now) {
   const SimTime at = std::max(from_ns(deadline), now);
   // A deadline already due while a NIC is full is the engine waiting to transmit: the
   // NIC's next departure flushes again, so a timer now would only spin.
-  if (at == now && !nics_have_room()) return;
+  if (at == now && full_nics() != 0) return;
   if (at >= timer_at_) return;
   timer_at_ = at;
   ctx_.events.schedule(at, this, ++timer_generation_);

@@ -36,7 +36,8 @@ struct HostStats {
 
 class Host final : public Node, public EventHandler, public Sink {
  public:
-  Host(SimContext& ctx, std::uint32_t id, std::uint32_t planes, std::uint32_t nic_queue_packets);
+  Host(SimContext& ctx, std::uint32_t id, std::uint32_t planes, std::uint32_t nic_queue_packets,
+       bool steer_planes = true);
 
   void attach_nic(std::uint32_t plane, Link* uplink) { nics_[plane] = uplink; }
   void set_transport(std::unique_ptr<Transport> transport);
@@ -68,7 +69,8 @@ class Host final : public Node, public EventHandler, public Sink {
   // Runs after the outermost call into the engine returns.
   void flush(SimTime now);
   void pump(SimTime now);
-  bool nics_have_room() const;
+  // The NICs holding nic_queue_packets or more, bit i for plane i.
+  std::uint8_t full_nics() const;
   void transmit(SimTime now, const TxMeta& meta);
   void rearm(SimTime now);
 
@@ -81,6 +83,11 @@ class Host final : public Node, public EventHandler, public Sink {
   std::vector<std::uint8_t> scratch_;
   int depth_ = 0;  // calls into the engine in progress
   bool pumping_ = false;
+  // The transport steers new data away from full NICs (Transport::set_blocked_planes):
+  // the host then pulls while any NIC has room, else only while all have.
+  bool steer_planes_;  // the scenario allows it
+  bool steers_ = false;
+  std::uint8_t blocked_ = 0;  // the mask the transport last heard
   SimTime timer_at_ = kSimNever;
   std::uint64_t timer_generation_ = 0;
   SimTime last_timer_ = kSimNever;

@@ -56,7 +56,8 @@ Network::Network(std::vector<SimContext*> partitions, const NetworkConfig& confi
     host_map_.loc.push_back(graph_.host_leaf[h] << 16 | graph_.host_slot[h]);
   }
   for (std::uint32_t h = 0; h < graph_.hosts; ++h) {
-    hosts_.emplace_back(*parts_[partition_of_host(h)], h, planes(), config_.nic_queue_packets);
+    hosts_.emplace_back(*parts_[partition_of_host(h)], h, planes(), config_.nic_queue_packets,
+                        config_.steer_planes);
   }
   peer_.resize(graph_.switches());
   for (std::uint32_t p = 0; p < planes(); ++p) build_plane(p);

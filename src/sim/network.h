@@ -34,6 +34,7 @@ struct NetworkConfig {
   QueueConfig long_haul_queue;  // the output queues onto long-haul links, likewise
   SwitchConfig switches;
   std::uint32_t nic_queue_packets = 2;  // per plane, waiting packets a host NIC holds
+  bool steer_planes = true;  // tell a transport that can steer which of a host's NICs are full
   double loss_rate = 0;
   LossScope loss_scope = LossScope::kFabric;
   std::uint64_t seed = 1;

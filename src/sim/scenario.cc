@@ -146,6 +146,7 @@ void read_queue(const toml::table* t, Scenario& s) {
       p.get_choice("ecn_at", "enqueue", {"enqueue", "dequeue"}) == "dequeue";
   s.network.switches.shared_buffer_bytes = p.get_bytes("shared_buffer", 0);
   s.network.nic_queue_packets = static_cast<std::uint32_t>(p.get_uint("nic_packets", 2, 1, 4096));
+  s.network.steer_planes = p.get_bool("steer_planes", true);
   p.reject_unused();
   if (s.ecn_min_bytes > s.ecn_max_bytes && s.ecn_max_bytes != 0) {
     throw ConfigError("queue.ecn_min must not exceed queue.ecn_max");

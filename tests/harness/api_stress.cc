@@ -185,7 +185,15 @@ class Stress {
         deliver(1 + ch_.pick(16));
         break;
       default:
-        advance(kSteps[ch_.pick(std::size(kSteps))]);
+        if (ch_.pick(8) == 0) {
+          // The driver's queue for the host's one plane fills or drains: new data waits.
+          const int h = int(ch_.pick(kHosts));
+          const auto mask = static_cast<std::uint8_t>(ch_.pick(2));
+          trace("host %d planes blocked %u", h, unsigned(mask));
+          hosts_[h].engine->set_blocked_planes(mask);
+        } else {
+          advance(kSteps[ch_.pick(std::size(kSteps))]);
+        }
         break;
     }
   }
@@ -506,6 +514,7 @@ class Stress {
   // Lossless, in-order delivery and timers until every send work request completes.
   void drain() {
     draining_ = true;
+    for (Host& h : hosts_) h.engine->set_blocked_planes(0);
     const Time limit = now_ + 60 * kSecond;
     int settle = 0;
     for (int round = 0; ok() && now_ < limit && round < 100000; ++round) {
