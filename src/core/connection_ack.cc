@@ -49,13 +49,12 @@ void Connection::open_to_bdp(Time rtt) {
   if (cfg_.bdp_start <= 0 || !cc_.slow_start() || paths_.size() == 0) return;
   const double bdp = cfg_.bdp_start * double(cfg_.line_rate_bps) / 8 * double(rtt) / kSecond;
   if (bdp <= cc_.window()) return;
-  if (path_window_packets_ < EntryPool::kMaxSize &&
-      bdp > double(paths_.size()) * max_path_window()) {
-    path_window_packets_ = EntryPool::kMaxSize;
+  const double paths = double(paths_.size());
+  if (bdp > paths * max_path_window() && path_window_packets_ < wire::kSackBits) {
+    path_window_packets_ = wire::kSackBits;
     paths_.widen(path_window_packets_);
   }
-  const auto target =
-      static_cast<std::uint32_t>(std::min(bdp, double(paths_.size()) * max_path_window()));
+  const auto target = static_cast<std::uint32_t>(std::min(bdp, paths * max_path_window()));
   cc_.open_to(target);
   const std::uint32_t per_path = target / static_cast<std::uint32_t>(paths_.size());
   for (TxPath& p : paths_) {
@@ -70,9 +69,10 @@ void Connection::open_to_bdp(Time rtt) {
 // take over 100 round trips to regain it. Where the RTT floor is longer than increase_interval,
 // the gain is a packet per increase_interval instead, as fast in time as a short path's.
 std::uint32_t Connection::increase_boost(const TxPath& p) const {
-  if (cfg_.increase_interval <= 0) return 1;
-  return static_cast<std::uint32_t>(
-      std::clamp<Time>(p.rtt.min_rtt() / cfg_.increase_interval, 1, 1 << 16));
+  // Every ACK asks: inside a fabric a comparison answers, not a division.
+  const Time floor = p.rtt.min_rtt();
+  if (cfg_.increase_interval <= 0 || floor < 2 * cfg_.increase_interval) return 1;
+  return static_cast<std::uint32_t>(std::min<Time>(floor / cfg_.increase_interval, 1 << 16));
 }
 
 Time Connection::path_rto(const TxPath& p) const {
