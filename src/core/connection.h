@@ -179,6 +179,7 @@ class Connection {
   void execute(Time now, Stream& s, const InboundMessage& m);
   // A fetch-and-add or compare-and-swap on its target word; returns the word's old value.
   std::uint64_t apply_atomic(const InboundMessage& m);
+  void ack_held_paths();
   void queue_nack(const RxPath& r, std::uint8_t path, const wire::DataHeader& d,
                   wire::NackCode code);
   Response* allocate_response();
@@ -240,6 +241,8 @@ class Connection {
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;
   Time path_pto(const TxPath& p) const;
+  Time tail_probe_due(const TxPath& p) const;
+  void arm_tail_probes();
 
   EngineContext& ctx_;
   const EngineConfig& cfg_;
@@ -269,9 +272,13 @@ class Connection {
   Time peer_noted_at_ = 0;  // when peer_backlog_ was last set
   // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
   // fires, the paths are scanned and the bound recomputed.
-  Time path_timer_at_ = kNever;  // retransmission timeouts and probes
-  Time ack_timer_at_ = kNever;   // delayed ACKs
-  Time srtt_ = 0;                // smoothed RTT over every path's samples
+  Time path_timer_at_ = kNever;     // retransmission timeouts and probes
+  Time ack_timer_at_ = kNever;      // delayed ACKs
+  Time srtt_ = 0;                   // smoothed RTT over every path's samples
+  Time latest_rtt_ = 0;             // the latest sample on any path
+  bool tail_armed_ = false;         // nothing unsent: the paths' tail probes are armed
+  Time tail_since_ = 0;             // when the latest new data left with nothing after it
+  bool message_completed_ = false;  // by the DATA being received: every path acks now
   Time all_failed_since_ = kNever;
   PathSet paths_;
   CongestionController cc_;  // the connection-level window, rate hint, ECN seen

@@ -194,6 +194,7 @@ inline void Connection::sample_rtt(Time now, TxPath& p, const wire::AckHeader& a
   if (elapsed >= (1u << 31) || elapsed < a.ack_delay) return;  // from the future, or garbled
   const Time sample = elapsed - a.ack_delay;
   p.rtt.sample(sample);
+  latest_rtt_ = sample;
   srtt_ = (7 * srtt_ + sample) / 8;
   if (!rtt_sampled_) {
     rtt_sampled_ = true;
@@ -322,6 +323,27 @@ Time Connection::path_pto(const TxPath& p) const {
   return 2 * p.rtt.srtt() + (p.ack_requested ? 0 : cfg_.ack_delay);
 }
 
+// With nothing left to send, the connection waits for its paths' last packets alone.
+// The receiver acknowledges on every path at once when a message completes, so every
+// ACK is due a round trip after the last new packet left (or after the path's own later
+// send), the round trip being the latest measured on any path: the queues that raised
+// a path's SRTT drain as the data runs out. A quarter more allows for the paths'
+// different queues; a probe too early costs a NOP and an ACK.
+Time Connection::tail_probe_due(const TxPath& p) const {
+  const Time pto = p.last_send + path_pto(p);
+  if (!rtt_sampled_ || has_unsent()) return pto;
+  const Time rtt = latest_rtt_ + latest_rtt_ / 4;
+  const Time own = p.last_send + rtt + (p.ack_requested ? 0 : cfg_.ack_delay);
+  return std::min({pto, own, std::max(p.last_send, tail_since_) + rtt});
+}
+
+// The connection's data has just run out: every path's tail probe may be due sooner.
+void Connection::arm_tail_probes() {
+  for (const TxPath& p : paths_) {
+    if (p.active() && p.inflight() > 0 && p.timeouts == 0) arm_path_timer(tail_probe_due(p));
+  }
+}
+
 void Connection::move_content(TxEntry& e) {
   if (e.seg.kind != SegmentKind::kNop && segment_valid(e.seg)) moved_.push(e.seg);
   e.seg = SegmentRef{};
@@ -366,7 +388,7 @@ void Connection::check_timeouts(Time now) {
         // At the end of the connection's data, on a path that loses packets at random,
         // send two: one probe round trip there fails often (one in three at 10% per
         // fabric link each way), two rarely. Before the end, other paths carry on.
-        const Time due = p.last_send + path_pto(p);
+        const Time due = tail_probe_due(p);
         if (now >= due) {
           paths_.probes_due(p, p.loss_rate > kLossyPathRate && !has_unsent() ? 2 : 1);
           ++p.tail_probes_sent;

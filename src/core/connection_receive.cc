@@ -119,6 +119,20 @@ void Connection::on_data(Time now, const RxMeta& meta, const wire::Packet& pkt) 
     r.ack_due = now + cfg_.ack_delay;
     ack_timer_at_ = std::min(ack_timer_at_, r.ack_due);
   }
+  if (message_completed_) ack_held_paths();
+}
+
+// A message is complete here, and its sender completes it only when every path that
+// carried part of it has answered: the ACKs held for ack_delay go now. Spraying leaves
+// the message's last packet on each path, and only the very last asked for an ACK.
+void Connection::ack_held_paths() {
+  message_completed_ = false;
+  for (std::size_t i = 0; i < rx_.size(); ++i) {
+    RxPath& r = rx_[i];
+    if (r.ack_now || r.ack_due == kNever) continue;
+    r.ack_now = true;
+    ack_queue_.push(static_cast<std::uint8_t>(i));
+  }
 }
 
 void Connection::queue_nack(const RxPath& r, std::uint8_t path, const wire::DataHeader& d,
@@ -204,6 +218,7 @@ Connection::Outcome Connection::place_request(Time now, Stream& s, const wire::D
   rx_data_bytes_ += d.payload_length;
   if (m->placed.full()) {
     m->complete = true;
+    message_completed_ = true;
     if (m->msn == s.rx_next_msn) advance_receiver(now, s);
   }
   return {};
@@ -391,6 +406,7 @@ Connection::Outcome Connection::place_response(Time now, Stream& s, const wire::
   rx_data_bytes_ += d.payload_length;
   if (w.response.full()) {
     w.done = true;
+    message_completed_ = true;
     complete_sends(now, s);
   }
   return {};

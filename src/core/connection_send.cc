@@ -463,7 +463,14 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
     arm_path_timer(now + path_rto(p));
   }
   p.last_send = now;
-  arm_path_timer(now + path_pto(p));
+  arm_path_timer(tail_probe_due(p));
+  if (has_unsent()) {
+    tail_armed_ = false;
+  } else if (!tail_armed_) {
+    tail_armed_ = true;
+    tail_since_ = now;
+    arm_tail_probes();
+  }
   e.sent_at = now;
   e.order = p.next_order++;
   e.bytes = static_cast<std::uint16_t>(std::min<std::uint32_t>(out->wire_length, 0xffff));

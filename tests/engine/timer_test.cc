@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "engine/workload.h"
 #include "wire/codec.h"
@@ -143,18 +145,20 @@ TEST(Timers, TailProbesStopAtTheirBoundThenTheRtoDecides) {
 }
 
 TEST(Timers, ProbeTimeoutWaitsTheAckDelayOnlyAfterDataThatAskedForNoAck) {
-  // Two paths, one black-holed spine, a write of two segments: path A carries the first
-  // (no ACK request, so the receiver may hold its ACK for ack_delay), path B the second
-  // (the message's last, which asks for an ACK at once). A's first probe waits
-  // 2 x SRTT + ack_delay; every later probe, and all of B's, 2 x SRTT.
+  // Two paths, one black-holed spine, a write of four segments and a window of two:
+  // each path carries one of the first two, neither of which asks for an ACK (the
+  // message's last two would), so the receiver may hold their ACKs for ack_delay. Each
+  // path's first probe waits 2 x SRTT + ack_delay; every later probe, a NOP that asks
+  // for its ACK, 2 x SRTT.
   constexpr Time kAckDelay = 20 * kMicrosecond;
   Cluster cl(2, 1, 1, 6, [](int, EngineConfig& c) {
     c.paths = 2;
     c.ack_delay = kAckDelay;
     c.min_rto = 5 * kMillisecond;
+    c.initial_window_bytes = 8192;
   });
   const StreamId a = cl.connect(0, 1).first;
-  Buffer src(cl.engine(0), 8192), dst(cl.engine(1), 8192);
+  Buffer src(cl.engine(0), 16384), dst(cl.engine(1), 16384);
   cl.net.run_for(1 * kMillisecond);
   std::map<int, std::vector<Time>> sends;  // by path
   std::map<int, std::uint32_t> offset;     // of the segment each path carried first
@@ -168,18 +172,19 @@ TEST(Timers, ProbeTimeoutWaitsTheAckDelayOnlyAfterDataThatAskedForNoAck) {
     sends[p.common.path].push_back(cl.net.now());
   });
   cl.net.spine(0, 0).blackhole = true;
-  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 8192, 1);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 16384, 1);
   wr.remote_addr = dst.addr();
   wr.rkey = dst.keys.rkey;
   ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
   cl.net.run_for(1 * kMillisecond);
   ASSERT_EQ(sends.size(), 2u);
   for (auto& [path, t] : sends) {
+    EXPECT_LT(offset[path], 8192u) << path;
     ASSERT_GE(t.size(), 4u) << path;
     const Time pto = t[2] - t[1];
     EXPECT_GT(pto, 0);
     EXPECT_EQ(t[3] - t[2], pto) << path;
-    EXPECT_EQ(t[1] - t[0], offset[path] == 0 ? pto + kAckDelay : pto) << path;
+    EXPECT_EQ(t[1] - t[0], pto + kAckDelay) << path;
   }
 }
 
@@ -335,6 +340,82 @@ TEST(Timers, TailProbesGoInPairsAtTheEndOfTheDataOnPathsThatLosePacketsAtRandom)
   }
   EXPECT_GT(probes_before, 0);
   EXPECT_EQ(pairs_before, 0);
+}
+
+TEST(Timers, AMessageCompletedAtTheReceiverIsAcknowledgedOnEveryPathAtOnce) {
+  // A 32-segment write over 16 paths, two segments each; only the message's last asks
+  // for an ACK, and the receiver holds the others for a whole millisecond (ack_every
+  // 256). The message is complete once every path's packets are placed, and the sender
+  // completes it only on every path's ACK: they all go the moment it completes, so the
+  // write completes a round trip or so after its last packet, not an ACK delay later,
+  // and no path needs a tail probe to draw its ACK.
+  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) {
+    c.paths = 16;
+    c.ack_every = 256;
+    c.ack_delay = kMillisecond;
+  });
+  const StreamId a = cl.connect(0, 1).first;
+  Buffer src(cl.engine(0), 32 * 4096), dst(cl.engine(1), 32 * 4096);
+  cl.net.run_for(1 * kMillisecond);
+  Time last_data = 0;
+  std::set<std::uint8_t> paths;
+  int probes = 0;
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (host == 0 && wire::decode(b, {}, &p) == wire::DecodeError::kOk &&
+        p.common.type == wire::PacketType::kData) {
+      if (p.data.op == wire::DataOp::kNop) {
+        ++probes;
+        return;
+      }
+      last_data = cl.net.now();
+      paths.insert(p.common.path);
+    }
+  });
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 32 * 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  EXPECT_EQ(paths.size(), 16u);
+  EXPECT_LT(cl.net.now() - last_data, 200 * kMicrosecond);
+  EXPECT_EQ(probes, 0);
+}
+
+TEST(Timers, AtTheEndOfTheDataATailProbeWaitsTheLatestRoundTripNotTwoSrtt) {
+  // One path, a 16-segment write whose last segment is lost. Once nothing is left to
+  // send, the connection waits for that path alone: its probe goes 1.25 round trips
+  // (the latest measured) after the lost packet, not a PTO (2 x SRTT) after it. The
+  // network adds no queueing, so the path's SRTT is that round trip.
+  std::optional<Time> srtt;
+  const std::vector<wire::Packet> data = write_losing({16});
+  const std::size_t lost =
+      std::size_t(std::find_if(data.begin(), data.end(),
+                               [](const wire::Packet& p) {
+                                 return first_send(p) && p.data.offset == 15 * 4096;
+                               }) -
+                  data.begin());
+  const std::size_t probe = first_tail_probe(data);
+  ASSERT_LT(lost, probe);
+  ASSERT_LT(probe, data.size());
+  const Time gap = data[probe].data.timestamp - data[lost].data.timestamp;
+
+  // The same write, lossless, for the path's round trip.
+  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) { c.paths = 1; });
+  const StreamId a = cl.connect(0, 1).first;
+  Buffer src(cl.engine(0), 16 * 4096), dst(cl.engine(1), 16 * 4096);
+  cl.net.run_for(1 * kMillisecond);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 16 * 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  ASSERT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  PathStats ps;
+  ASSERT_TRUE(cl.engine(0).path_stats(cl.engine(0).stream_connection(a), 0, &ps));
+  srtt = ps.srtt;
+  ASSERT_GT(*srtt, 0);
+  EXPECT_GE(gap, *srtt);
+  EXPECT_LT(gap, *srtt * 3 / 2);
 }
 
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {

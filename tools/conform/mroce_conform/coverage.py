@@ -64,6 +64,7 @@ COVERAGE = [
     ("5.2", "A sender MUST NOT have more than 256 PSNs outstanding",
      ["5.2-psn-span-at-most-256"]),
     ("6.2", "a receiver SHOULD send it within `ack_delay`", ["6.2-delayed-ack-bound"]),
+    ("6.2", "receiver SHOULD acknowledge at once on every path", ["6.2-ack-on-message-complete"]),
     ("6.2", "and MUST send it eventually", ["6.2-ack-sent-eventually"]),
     ("6.2", "it MUST NOT wait for a later packet", ["6.2-ack-sent-eventually"]),
     ("6.2", "A sender MUST NOT depend on the bound", ["6.2-late-ack-tolerated"]),
