@@ -18,7 +18,10 @@
 # htsim-perm with MetaRoCE on one thread and on PARTITIONS partitions (and on each
 # number of MPI ranks in RANKS, e.g. RANKS='2 4', when the build has MPI), alternating
 # for ROUNDS rounds (default 2), and writes the side-by-side table into
-# docs/SIMULATOR.md (between the htsim-table markers) as well as printing it.
+# docs/SIMULATOR.md (between the htsim-table markers) as well as printing it. The table
+# also carries each run's flow completion times (every flow starts at 0 in both), the
+# same in every round (the runs are deterministic) and the same on N ranks as on N
+# partitions; the event order, and so the figures, differ between partition counts.
 # HOSTS=1024 runs the same at htsim's 1,024-node scale instead: its k=16 fat-tree and
 # its shipped permutation of 2 MB flows, beside htsim-perm at k=16 with 2 MB flows
 # (markers htsim-table-1024).
@@ -56,9 +59,11 @@ run() {
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
 s = run["simulator"]
+f = run["fct"]
 print(f'{sys.argv[2]:<10} {s["wall_seconds"]:10.2f} {s["events"]:12d} '
       f'{s["events_per_second"]:14.0f} {s["data_packets_sent"]:12d} '
-      f'{s["data_packets_per_second"]:14.0f} {s["peak_rss_bytes"] / 2**20:10.1f} {run["complete"]}')
+      f'{s["data_packets_per_second"]:14.0f} {s["peak_rss_bytes"] / 2**20:10.1f} {run["complete"]} '
+      f'{f["p50_us"]:9.1f} {f["p99_us"]:9.1f} {f["max_us"]:9.1f}')
 PY
 }
 
@@ -69,8 +74,8 @@ if [ -z "$htsim" ]; then
   if [ ${#transports[@]} -eq 0 ]; then
     mapfile -t transports < <("$sim" transports | awk '{print $1}')
   fi
-  printf '%-10s %10s %12s %14s %12s %14s %10s %s\n' run wall_s events events/s data_pkts \
-    data_pkts/s rss_MB complete
+  printf '%-10s %10s %12s %14s %12s %14s %10s %s %9s %9s %9s\n' run wall_s events events/s \
+    data_pkts data_pkts/s rss_MB complete fct_p50 fct_p99 fct_max
   for t in "${transports[@]}"; do run "$t" "$sim" "$t"; done
   for t in "${transports[@]}"; do SIM_ARGS="--set partitions=$parts" run "$t/$parts" "$sim" "$t"; done
   exit 0
@@ -137,18 +142,22 @@ text = open(sys.argv[1]).read()
 tm = open(sys.argv[2]).read()
 m = re.search(r"New: (\d+) Rtx: (\d+)", text)
 data = int(m.group(1)) + int(m.group(2))
-flows = len(re.findall(r"^Flow .* finished at", text, re.M))
+# Every flow of htsim's permutation files starts at 0: its finish time is its FCT (us).
+fcts = sorted(float(t) for t in re.findall(r"^Flow .* finished at ([\d.]+)", text, re.M))
+flows = len(fcts)
+pct = lambda q: fcts[min(len(fcts) - 1, int(q * len(fcts)))]
 w = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", tm)
 wall = int(w.group(1) or 0) * 3600 + int(w.group(2)) * 60 + float(w.group(3))
 rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1))
 print(f'{"htsim_uec":<10} {wall:10.2f} {"-":>12} {"-":>14} {data:12d} '
-      f'{data / wall:14.0f} {rss / 1024:10.1f} {flows == int(sys.argv[3])}')
+      f'{data / wall:14.0f} {rss / 1024:10.1f} {flows == int(sys.argv[3])} '
+      f'{pct(0.5):9.1f} {pct(0.99):9.1f} {fcts[-1]:9.1f}')
 PY
 }
 
 rounds=${ROUNDS:-2}
-printf '%-10s %10s %12s %14s %12s %14s %10s %s\n' run wall_s events events/s data_pkts \
-  data_pkts/s rss_MB complete
+printf '%-10s %10s %12s %14s %12s %14s %10s %s %9s %9s %9s\n' run wall_s events events/s \
+  data_pkts data_pkts/s rss_MB complete fct_p50 fct_p99 fct_max
 for ((i = 0; i < rounds; ++i)); do
   run_htsim
   run mroce "$sim" mroce
@@ -182,15 +191,19 @@ names = {"htsim_uec": "htsim_uec (UET, 1 thread)", "mroce": "mroce-sim, MetaRoCE
          f"mroce/{parts}": f"mroce-sim, MetaRoCE, {parts} partitions"}
 for n in ranks:
     names[f"mroce/{n}r"] = f"mroce-sim, MetaRoCE, {n} MPI ranks"
-print("| run | wall s | events | data packets | data packets / wall s | x htsim | peak RSS MB | complete |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| run | wall s | events | data packets | data packets / wall s | x htsim | peak RSS MB | complete "
+      "| FCT p50 / p99 / max us | FCT max / htsim's |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+h_max = float(by_label["htsim_uec"][0][10])
 for label, runs in by_label.items():
     col = lambda i: [float(x[i]) for x in runs]
     events = "–" if runs[0][2] == "-" else rng(col(2), lambda v: f"{v / 1e6:.2f} M")
     print(f"| {names.get(label, label)} | {rng(col(1), lambda v: f'{v:.2f}')} | {events} | "
           f"{rng(col(4), lambda v: f'{v / 1e6:.3f} M')} | {rng(col(5), lambda v: f'{v / 1e3:.0f}k')} | "
           f"{rng(ratio[label], lambda v: f'{v:.2f}')} | {rng(col(6), lambda v: f'{v:.0f}')} | "
-          f"{'yes' if all(x[7] == 'True' for x in runs) else 'no'} |")
+          f"{'yes' if all(x[7] == 'True' for x in runs) else 'no'} | "
+          f"{rng(col(8), lambda v: f'{v:.0f}')} / {rng(col(9), lambda v: f'{v:.0f}')} / "
+          f"{rng(col(10), lambda v: f'{v:.0f}')} | {rng([v / h_max for v in col(10)], lambda v: f'{v:.2f}')} |")
 PY
 echo
 cat "$out/table.md"
