@@ -24,7 +24,9 @@
 # partitions; the event order, and so the figures, differ between partition counts.
 # HOSTS=1024 runs the same at htsim's 1,024-node scale instead: its k=16 fat-tree and
 # its shipped permutation of 2 MB flows, beside htsim-perm at k=16 with 2 MB flows and,
-# as in htsim's file, 200 Gbit/s between switches (markers htsim-table-1024).
+# as in htsim's file, 200 Gbit/s between switches (markers htsim-table-1024); HOSTS=8192
+# its 8,192-node fat-tree and permutation of 1 MB flows beside htsim-perm at k=32
+# (markers htsim-table-8192).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 htsim=
@@ -100,8 +102,14 @@ case $hosts in
     SCALE_ARGS="--set topology.k=16 --set topology.fabric_link_rate=200Gbps"
     SCALE_ARGS+=" --set workload.0.bytes=$flow_bytes"
     ;;
+  8192)
+    # fat_tree_8192_1os.topo: 100 Gbit/s everywhere, as a k=32 fat-tree.
+    cm_name=perm_8192n_8192c_1MB.cm topo_name=fat_tree_8192_1os.topo
+    flow_bytes=1000000 marker="htsim-table-8192"
+    SCALE_ARGS="--set topology.k=32 --set workload.0.bytes=$flow_bytes"
+    ;;
   *)
-    echo "run_perf.sh: HOSTS=$hosts: 128 or 1024" >&2
+    echo "run_perf.sh: HOSTS=$hosts: 128, 1024 or 8192" >&2
     exit 2
     ;;
 esac
