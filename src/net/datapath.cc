@@ -31,6 +31,22 @@ constexpr std::uint32_t kPoolPollEvery = 4;
 // after kPollPause without a poll does it spin again.
 constexpr Time kParkFor = kMillisecond;
 constexpr Time kPollPause = 20 * kMillisecond;
+// A parked thread still watches the sockets and the engine's deadline. When one wakes
+// it, it gives the application a turn to poll again (four times its mean gap between polls,
+// within bounds): if it does, the thread holds off, kHoldMin at first and
+// twice as long each time after, up to kParkFor; if not (the application spins on
+// memory, as ib_write_lat does, or computes) the thread serves the arrival itself.
+constexpr Time kGraceMin = 2 * kMicrosecond;
+constexpr Time kGraceMax = 100 * kMicrosecond;
+constexpr Time kHoldMin = 5 * kMicrosecond;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 thread_local const Datapath* progress_thread_of = nullptr;
 
@@ -209,20 +225,61 @@ void Datapath::hand_off() {
 
 bool Datapath::park_while_polled() {
   bool parked = false;
+  Time hold = kHoldMin;
   while (!stop_.load(std::memory_order_relaxed)) {
     const Time polled = app_polled_.load(std::memory_order_relaxed);
-    const Time now = monotonic_now();
+    Time now = monotonic_now();
     if (polled == 0 || now >= polled + kParkFor) break;
     parked = true;
-    const Time left = polled + kParkFor - now;
-    const timespec timeout{static_cast<time_t>(left / kSecond), static_cast<long>(left % kSecond)};
-    pollfd p{park_fd_, POLLIN, 0};
-    if (ppoll(&p, 1, &timeout, nullptr) > 0) {
-      std::uint64_t v;
-      [[maybe_unused]] ssize_t r = read(park_fd_, &v, sizeof v);
+    // Watch the sockets and the engine's deadline: whatever the application's polls do
+    // not pick up at once is the thread's to serve.
+    Time wake;
+    {
+      MutexLock lock(engine_mutex_);
+      wake = std::max(transport_->next_deadline(), last_service_.load() + config_.tick);
     }
+    wake = std::min(wake, polled + kParkFor);
+    const int n = poller_.wait(now, wake, ready_);
+    now = monotonic_now();
+    const auto ready = std::span<const std::uint64_t>(ready_.data(), std::size_t(n));
+    const Time grace =
+        std::clamp(4 * poll_gap_.load(std::memory_order_relaxed), kGraceMin, kGraceMax);
+    if (app_polled_.load(std::memory_order_relaxed) + grace > now) {
+      // The application is in its poll loop; give it one more turn.
+      while (app_polled_.load(std::memory_order_relaxed) <= now && monotonic_now() < now + grace) {
+        cpu_relax();
+      }
+    }
+    if (app_polled_.load(std::memory_order_relaxed) > now) {
+      // It polled after the wake-up: it serves what woke us. Stay out of its way, longer
+      // each time it does (a polling loop wakes this thread about once a park; every
+      // wake-up is a context switch, the dearest thing here).
+      // Only once it stops polling does the thread watch again.
+      for (;;) {
+        sleep_parked(hold);
+        hold = std::min(2 * hold, kParkFor);
+        const Time last = app_polled_.load(std::memory_order_relaxed);
+        if (stop_.load(std::memory_order_relaxed) || last == 0 || last + grace <= monotonic_now()) {
+          break;
+        }
+      }
+      continue;
+    }
+    // The application waits elsewhere (spinning on memory, as ib_write_lat does, or
+    // computing): serve the arrival or the deadline now.
+    hold = std::max(hold / 2, kHoldMin);
+    service(receive_ready(*receivers_[0], ready, After::kFlush));
   }
   return parked;
+}
+
+void Datapath::sleep_parked(Time span) {
+  const timespec timeout{static_cast<time_t>(span / kSecond), static_cast<long>(span % kSecond)};
+  pollfd p{park_fd_, POLLIN, 0};
+  if (ppoll(&p, 1, &timeout, nullptr) > 0) {
+    std::uint64_t v;
+    [[maybe_unused]] ssize_t r = read(park_fd_, &v, sizeof v);
+  }
 }
 
 void Datapath::unpark() {
@@ -276,7 +333,16 @@ void Datapath::progress() {
   // Busy polling: a polling application makes the steps itself, on its own core, and
   // the spinning thread parks until the polls stop (one core per process, not two).
   if (config_.progress == Progress::kBusyPoll) {
-    app_polled_.store(monotonic_now(), std::memory_order_relaxed);
+    const Time now = monotonic_now();
+    const Time last = app_polled_.exchange(now, std::memory_order_relaxed);
+    if (last != 0 && now > last) {
+      // Each gap counts at most twice the mean: the pause of an application that polls
+      // its CQ and then spins on memory must not pass for its polling loop's pace.
+      // Concurrent pollers may lose an update; the mean only needs to be about right.
+      const Time mean = poll_gap_.load(std::memory_order_relaxed);
+      const Time gap = std::min(now - last, 2 * mean);
+      poll_gap_.store(mean - mean / 8 + gap / 8, std::memory_order_relaxed);
+    }
   }
   bool arrived = false;
   for (std::size_t i : listeners_) arrived |= receive_socket(r, i, After::kNothing);

@@ -8,7 +8,8 @@
 //     (a doorbell: no hand-off to another thread on the latency path);
 //   - the progress thread (Progress::kThread: sleeps in epoll until a socket is readable
 //     or the engine's next deadline; kBusyPoll: spins, and parks while the application's
-//     own polls make the steps) receives, runs timers and sends; with Progress::kManual
+//     own polls make the steps, serving only what they leave) receives, runs timers and
+//     sends; with Progress::kManual
 //     the application calls progress() instead;
 //   - with more than one thread (kThread, `threads` > 1) the progress thread only runs
 //     timers and sends, sleeping on the engine's deadline and a wake-up, and each receive
@@ -125,9 +126,12 @@ class Datapath {
   bool split() const { return config_.threads > 1; }
   // Receive threads: the engine has something to send; the progress thread sends it.
   void hand_off();
-  // Busy polling: sleeps while the application's polls make the steps; returns whether
-  // it slept.
-  bool park_while_polled();
+  // Busy polling: stays out of the way while the application's polls make the steps,
+  // serving only what they leave (arrivals and deadlines while it waits elsewhere);
+  // returns whether it parked.
+  bool park_while_polled() MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
+  // Sleeps `span` or until unpark().
+  void sleep_parked(Time span);
   void unpark();
   // Receives what the ready sockets hold; returns whether anything arrived.
   bool receive_ready(Receiver& r, std::span<const std::uint64_t> ready, After after)
@@ -167,8 +171,9 @@ class Datapath {
   std::atomic<std::uint32_t> manual_polls_{0};
   std::atomic<bool> owed_flush_{false};  // manual: arrivals' output waits for the next call
   std::atomic<std::uint64_t> wakeups_{0};
-  std::atomic<Time> app_polled_{0};  // busy polling: the application's last step
-  int park_fd_ = -1;                 // busy polling: wakes the parked thread
+  std::atomic<Time> app_polled_{0};           // busy polling: the application's last step
+  std::atomic<Time> poll_gap_{kMicrosecond};  // busy polling: mean gap between its steps
+  int park_fd_ = -1;                          // busy polling: wakes the parked thread
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
