@@ -49,7 +49,27 @@ verbs() {
     # programs' own leaks at exit are not ours to report.
     env_args=(LD_PRELOAD="$VERBS_PRELOAD" ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
   fi
-  timeout -k 5 "$PROGRAM_TIMEOUT" "${prefix[@]}" env "${env_args[@]}" "$MROCE_RUN" "$@" >"$out" 2>&1
+  # A program that hangs is killed with nothing to say: just before that, a watchdog
+  # records the stack's state (mroce-stat: every connection and path of the programs
+  # still running), and it goes after the program's own output.
+  local dog="" status=0
+  if [[ -n ${STAT_TOOL:-} && -x $STAT_TOOL ]] && ((PROGRAM_TIMEOUT > 5)); then
+    (sleep $((PROGRAM_TIMEOUT - 3)) && "${prefix[@]}" "$STAT_TOOL" all >"$out.hung" 2>&1) \
+      </dev/null >/dev/null 2>&1 &
+    dog=$!
+  fi
+  timeout -k 5 "$PROGRAM_TIMEOUT" "${prefix[@]}" env "${env_args[@]}" "$MROCE_RUN" "$@" >"$out" 2>&1 ||
+    status=$?
+  if [[ -n $dog ]]; then
+    pkill -P "$dog" 2>/dev/null || true
+    kill "$dog" 2>/dev/null || true
+    wait "$dog" 2>/dev/null || true
+  fi
+  if [[ -s $out.hung ]]; then
+    echo "--- mroce-stat all, $((PROGRAM_TIMEOUT - 3)) s after the start, before the timeout:" >>"$out"
+    cat "$out.hung" >>"$out"
+  fi
+  return "$status"
 }
 
 # wait_listen NS PORT: waits until a TCP socket listens on PORT in namespace NS.
