@@ -231,9 +231,15 @@ for ((r = 1; r <= repeat; r++)); do
   verbs_opts=(--progress busy)
   verbs_pair "$work/e-lat-$r.out" ib_write_lat -s 8 -n 20000
   loopback_pair "$work/e-mroce-lat-$r.json" --progress busy -- --lat -s 8 -n 20000 --progress busy
+  # With progress threads both programs only spin on memory: the same work on each side.
+  verbs_opts=(--progress thread)
+  verbs_pair "$work/e-lat-thread-$r.out" ib_write_lat -s 8 -n 20000
+  loopback_pair "$work/e-mroce-lat-thread-$r.json" --progress thread -- --lat -s 8 -n 20000 \
+    --progress thread
 done
 note "mroce-run --planes 127.0.0.1 --rate 100000 -- ib_write_bw -s 65536 -D $seconds --report_gbits -p PORT [127.0.0.1]"
 note "mroce-run --planes 127.0.0.1 --progress busy -- ib_write_lat -s 8 -n 20000 -p PORT [127.0.0.1]"
+note "mroce-run --planes 127.0.0.1 --progress thread -- ib_write_lat -s 8 -n 20000 -p PORT [127.0.0.1]"
 
 # ---- (f) placement into final memory ----------------------------------------------------
 for ((r = 1; r <= repeat; r++)); do
