@@ -13,4 +13,9 @@ inline Time monotonic_now() {
   return Time(ts.tv_sec) * kSecond + Time(ts.tv_nsec);
 }
 
+// A span of the engines' Time as the kernel's timeouts take it.
+inline timespec to_timespec(Time span) {
+  return timespec{static_cast<time_t>(span / kSecond), static_cast<long>(span % kSecond)};
+}
+
 }  // namespace mroce::net

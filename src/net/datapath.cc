@@ -33,9 +33,10 @@ constexpr Time kParkFor = kMillisecond;
 constexpr Time kPollPause = 20 * kMillisecond;
 // A parked thread still watches the sockets and the engine's deadline. When one wakes
 // it, it gives the application a turn to poll again (four times its mean gap between polls,
-// within bounds): if it does, the thread holds off, kHoldMin at first and
-// twice as long each time after, up to kParkFor; if not (the application spins on
-// memory, as ib_write_lat does, or computes) the thread serves the arrival itself.
+// within bounds): if it does, the thread holds off, kHoldMin at first and twice as long
+// each time after, up to kParkFor; if not (the application spins on memory, as
+// ib_write_lat does, or computes) the thread serves the arrival itself and halves its
+// next hold.
 constexpr Time kGraceMin = 2 * kMicrosecond;
 constexpr Time kGraceMax = 100 * kMicrosecond;
 constexpr Time kHoldMin = 5 * kMicrosecond;
@@ -274,7 +275,7 @@ bool Datapath::park_while_polled() {
 }
 
 void Datapath::sleep_parked(Time span) {
-  const timespec timeout{static_cast<time_t>(span / kSecond), static_cast<long>(span % kSecond)};
+  const timespec timeout = to_timespec(span);
   pollfd p{park_fd_, POLLIN, 0};
   if (ppoll(&p, 1, &timeout, nullptr) > 0) {
     std::uint64_t v;

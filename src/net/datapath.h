@@ -9,8 +9,7 @@
 //   - the progress thread (Progress::kThread: sleeps in epoll until a socket is readable
 //     or the engine's next deadline; kBusyPoll: spins, and parks while the application's
 //     own polls make the steps, serving only what they leave) receives, runs timers and
-//     sends; with Progress::kManual
-//     the application calls progress() instead;
+//     sends; with Progress::kManual the application calls progress() instead;
 //   - with more than one thread (kThread, `threads` > 1) the progress thread only runs
 //     timers and sends, sleeping on the engine's deadline and a wake-up, and each receive
 //     thread owns every (threads - 1)-th socket: it sleeps in its own epoll, reads with

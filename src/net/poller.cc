@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "net/clock.h"
+
 namespace mroce::net {
 
 Poller::~Poller() {
@@ -39,9 +41,7 @@ int Poller::wait(Time now, Time deadline, std::span<std::uint64_t> ready) {
   timespec timeout{};
   timespec* limit = nullptr;
   if (deadline != kNever) {
-    const Time left = deadline > now ? deadline - now : 0;
-    timeout.tv_sec = static_cast<time_t>(left / kSecond);
-    timeout.tv_nsec = static_cast<long>(left % kSecond);
+    timeout = to_timespec(deadline > now ? deadline - now : 0);
     limit = &timeout;
   }
   epoll_event events[64];
