@@ -9,7 +9,7 @@ packages=(
   liburing-dev libibverbs-dev libbpf-dev
   ibverbs-utils perftest librdmacm-dev rdmacm-utils ucx-utils libfabric-bin
   openmpi-bin libopenmpi-dev
-  iproute2 nftables iperf3 ethtool tshark mptcpize shellcheck
+  iproute2 procps nftables iperf3 ethtool tshark mptcpize shellcheck
   sockperf linux-perf
   gnuplot-nox python3 python3-matplotlib python3-scapy python3-pytest
 )
