@@ -34,11 +34,10 @@ constexpr Time kPollPause = 20 * kMillisecond;
 // A parked thread still watches the sockets and the engine's deadline. When one wakes
 // it, it gives the application a turn to poll again (four times its mean gap between polls,
 // within bounds): if it does, the thread holds off, kHoldMin at first and twice as long
-// each time after, up to kParkFor; if not (the application spins on memory, as
-// ib_write_lat does, or computes) the thread serves the arrival itself and halves its
-// next hold.
+// while the application polls during each hold, up to kParkFor; if not (the application
+// spins on memory, as ib_write_lat does, or computes) the thread serves the arrival itself.
 constexpr Time kGraceMin = 2 * kMicrosecond;
-constexpr Time kGraceMax = 100 * kMicrosecond;
+constexpr Time kGraceMax = 20 * kMicrosecond;
 constexpr Time kHoldMin = 5 * kMicrosecond;
 
 inline void cpu_relax() {
@@ -226,7 +225,6 @@ void Datapath::hand_off() {
 
 bool Datapath::park_while_polled() {
   bool parked = false;
-  Time hold = kHoldMin;
   while (!stop_.load(std::memory_order_relaxed)) {
     const Time polled = app_polled_.load(std::memory_order_relaxed);
     Time now = monotonic_now();
@@ -240,7 +238,9 @@ bool Datapath::park_while_polled() {
       wake = std::max(transport_->next_deadline(), last_service_.load() + config_.tick);
     }
     wake = std::min(wake, polled + kParkFor);
+    armed_.store(wake);
     const int n = poller_.wait(now, wake, ready_);
+    armed_.store(0);
     now = monotonic_now();
     const auto ready = std::span<const std::uint64_t>(ready_.data(), std::size_t(n));
     const Time grace =
@@ -253,14 +253,16 @@ bool Datapath::park_while_polled() {
     }
     if (app_polled_.load(std::memory_order_relaxed) > now) {
       // It polled after the wake-up: it serves what woke us. Stay out of its way, longer
-      // each time it does (a polling loop wakes this thread about once a park; every
-      // wake-up is a context switch, the dearest thing here).
-      // Only once it stops polling does the thread watch again.
-      for (;;) {
+      // each time it polls during a hold (a polling loop wakes this thread about once a
+      // park; every wake-up is a context switch, the dearest thing here). A hold the
+      // application did not poll through ends the holding: what arrives after its last
+      // poll is the thread's to serve, so one poll never buys more than kHoldMin.
+      for (Time hold = kHoldMin;; hold = std::min(2 * hold, kParkFor)) {
+        const std::uint32_t polls = manual_polls_.load(std::memory_order_relaxed);
         sleep_parked(hold);
-        hold = std::min(2 * hold, kParkFor);
-        const Time last = app_polled_.load(std::memory_order_relaxed);
-        if (stop_.load(std::memory_order_relaxed) || last == 0 || last + grace <= monotonic_now()) {
+        if (stop_.load(std::memory_order_relaxed) ||
+            app_polled_.load(std::memory_order_relaxed) == 0 ||
+            manual_polls_.load(std::memory_order_relaxed) == polls) {
           break;
         }
       }
@@ -268,8 +270,8 @@ bool Datapath::park_while_polled() {
     }
     // The application waits elsewhere (spinning on memory, as ib_write_lat does, or
     // computing): serve the arrival or the deadline now.
-    hold = std::max(hold / 2, kHoldMin);
-    service(receive_ready(*receivers_[0], ready, After::kFlush));
+    const bool arrived = receive_ready(*receivers_[0], ready, After::kFlush);
+    service(owed_flush_.exchange(false) || arrived);
   }
   return parked;
 }
@@ -359,6 +361,9 @@ void Datapath::progress() {
     // our acknowledgements in the same flush (its post, or our next call). Manual
     // progress relies on the application calling again anyway (delayed ACKs, timers).
     owed_flush_.store(true);
+    // A busy-poll thread that watches the sockets (the polls have thinned out) serves
+    // the flush if the application does not call again within its turn.
+    if (config_.progress == Progress::kBusyPoll && armed_.exchange(0) != 0) poller_.wake();
     return;
   }
   service(owed_flush_.exchange(false));
