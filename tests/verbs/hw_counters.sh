@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 
 PORT=${MROCE_PORT:?}
 TCP=$((PORT + 10))
-ITERS=20000 # long enough to be read twice while it runs
+ITERS=5000 # long enough to be read twice while it runs
 SIZE=4096
 export HW_WORK=$WORK HW_TCP=$TCP HW_ITERS=$ITERS HW_SIZE=$SIZE
 
