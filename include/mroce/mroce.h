@@ -47,6 +47,10 @@ struct DeviceOptions {
   std::uint64_t rx_capacity_bps = 0;  // 0: line_rate_bps
   bool gso = true;                    // batch sends with UDP GSO where the kernel offers it
   bool tx_uring = false;  // one io_uring submission per flush, not a sendmmsg per socket
+  // The progress thread (Progress::kThread, one thread) waits for every socket and
+  // receives from them in one io_uring call, not epoll and a recvmmsg per ready socket.
+  // Where the kernel refuses io_uring, epoll and recvmmsg are used.
+  bool rx_uring = false;
   // Runs the sleeping progress thread (Progress::kThread) at real-time priority
   // (SCHED_FIFO 1), so that on a loaded host an arrival is served when it wakes the
   // thread, not after busy tasks' time slices. Needs CAP_SYS_NICE or RLIMIT_RTPRIO;
@@ -186,6 +190,7 @@ struct DatapathCounters {
   std::uint64_t tx_gso_fallbacks = 0;  // sockets where GSO failed and was turned off
   std::uint64_t rx_datagrams = 0;      // after splitting coalesced (GRO) reads
   std::uint64_t rx_syscalls = 0;       // recvmmsg calls that returned something
+  std::uint64_t rx_ring_reads = 0;     // reads the receive ring made (rx_uring): no call each
   std::uint64_t rx_gro_reads = 0;      // reads holding more than one datagram
   std::uint64_t rx_truncated = 0;      // larger than any datagram we send: discarded
   std::uint64_t rx_socket_drops = 0;   // dropped by the kernel for a full receive buffer

@@ -59,6 +59,7 @@ Datapath::Datapath(std::unique_ptr<Transport> transport, SocketTable sockets,
       config_(config),
       tx_(config.tx_batch, transport_->max_packet_size(), config.gso, config.tx_uring),
       ready_(64),
+      max_datagram_(transport_->max_packet_size()),
       checksum_errors_base_(udp_checksum_errors()) {
   const std::size_t receivers = config_.threads > 1 ? config_.threads - 1 : 1;
   for (std::size_t i = 0; i < receivers; ++i) {
@@ -145,6 +146,13 @@ void Datapath::run() {
   // Deadlines are microseconds apart (ACK delay, pacing): no timer slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   const bool busy = config_.progress == Progress::kBusyPoll;
+  if (config_.rx_uring && config_.progress == Progress::kThread) {
+    // Made here: the ring belongs to the thread that waits on it. Where the kernel
+    // refuses it, epoll and recvmmsg do the same work.
+    std::string why;
+    rx_ring_ = std::make_unique<RxRing>();
+    if (!rx_ring_->open(sockets_, poller_.wake_fd(), max_datagram_, &why)) rx_ring_.reset();
+  }
   while (!stop_.load(std::memory_order_relaxed)) {
     if (busy && park_while_polled()) {
       // The application stopped polling: what its last step received may still owe a
@@ -165,6 +173,13 @@ void Datapath::run() {
       if (wake < earliest) wake = earliest;
       armed_.store(wake);
     }
+    if (rx_ring_) {
+      rx_ring_->wait(now, wake);
+      armed_.store(0);
+      wakeups_.fetch_add(1, std::memory_order_relaxed);
+      service(receive_ring(*receivers_[0]));
+      continue;
+    }
     const int n = poller_.wait(now, wake, ready_);
     armed_.store(0);
     wakeups_.fetch_add(1, std::memory_order_relaxed);
@@ -172,6 +187,7 @@ void Datapath::run() {
                           std::span<const std::uint64_t>(ready_.data(), std::size_t(n)),
                           After::kFlush));
   }
+  rx_ring_.reset();
 }
 
 void Datapath::run_transmit() {
@@ -407,6 +423,36 @@ bool Datapath::receive_socket(Receiver& r, std::size_t index, After after) {
   return any;
 }
 
+bool Datapath::receive_ring(Receiver& r) {
+  bool any = false;
+  for (;;) {
+    {
+      MutexLock rx_lock(r.mutex);
+      // The wait has received them already: larger batches than a recvmmsg's, so that
+      // one flush answers more of them.
+      if (rx_ring_->take(4 * config_.rx_slots, config_.rx_ecn_threshold, r.rxq_drops.data(),
+                         &r.counters) == 0) {
+        return any;
+      }
+      any = true;
+      {
+        MutexLock lock(engine_mutex_);
+        const Time now = monotonic_now();
+        Transport& transport = *transport_;
+        for (const RxRead& read : rx_ring_->reads()) {
+          for_each_datagram(read, [&](const RxMeta& meta, std::span<const std::uint8_t> bytes) {
+            transport.on_packet(now, meta, bytes);
+          });
+        }
+        wake_if_earlier();
+      }
+      rx_ring_->release();  // the engine placed or dropped every payload
+    }
+    // Acknowledgements and freed window go out before the next batch.
+    flush();
+  }
+}
+
 void Datapath::run_timers() {
   MutexLock lock(engine_mutex_);
   const Time now = monotonic_now();
@@ -470,6 +516,7 @@ DatapathCounters Datapath::counters() const {
     MutexLock lock(r->mutex);
     rx.rx_datagrams += r->counters.rx_datagrams;
     rx.rx_syscalls += r->counters.rx_syscalls;
+    rx.rx_ring_reads += r->counters.rx_ring_reads;
     rx.rx_gro_reads += r->counters.rx_gro_reads;
     rx.rx_truncated += r->counters.rx_truncated;
     rx.rx_socket_drops += r->counters.rx_socket_drops;
@@ -477,6 +524,7 @@ DatapathCounters Datapath::counters() const {
   }
   c.rx_datagrams = rx.rx_datagrams;
   c.rx_syscalls = rx.rx_syscalls;
+  c.rx_ring_reads = rx.rx_ring_reads;
   c.rx_gro_reads = rx.rx_gro_reads;
   c.rx_truncated = rx.rx_truncated;
   // The sockets' drop counts include datagrams with a bad checksum; the namespace's

@@ -32,6 +32,7 @@
 #include "net/clock.h"
 #include "net/poller.h"
 #include "net/rx_batch.h"
+#include "net/rx_ring.h"
 #include "net/socket_table.h"
 #include "net/thread_annotations.h"
 #include "net/tx_batch.h"
@@ -43,6 +44,7 @@ struct DatapathConfig {
   bool gso = true;
   std::size_t tx_batch = 240;          // datagrams taken from the engine per lock
   bool tx_uring = false;               // see DeviceOptions::tx_uring
+  bool rx_uring = false;               // see DeviceOptions::rx_uring
   std::size_t rx_slots = 32;           // reads per recvmmsg
   std::uint32_t rx_ecn_threshold = 0;  // see DeviceOptions::rx_ecn_threshold
   // Timer granularity: deadlines closer together than this are served together, so
@@ -137,6 +139,9 @@ class Datapath {
       MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);
   bool receive_socket(Receiver& r, std::size_t index, After after)
       MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);
+  // The progress thread with its receive ring: everything the last wait received,
+  // flushing after each batch; returns whether anything arrived.
+  bool receive_ring(Receiver& r) MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);
   // Timers and sending, at most once per tick unless `now_due` (something arrived).
   void service(bool now_due) MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
   void run_timers() MROCE_EXCLUDES(engine_mutex_);
@@ -162,7 +167,11 @@ class Datapath {
 
   // One with one thread (or none), else one per receive thread; made at construction.
   std::vector<std::unique_ptr<Receiver>> receivers_;
-  std::vector<std::uint64_t> ready_;          // the progress thread's own
+  std::vector<std::uint64_t> ready_;  // the progress thread's own
+  // The progress thread's, made by it (rx_uring, one thread, kThread), or null: then it
+  // waits in epoll and reads each ready socket.
+  std::unique_ptr<RxRing> rx_ring_;
+  const std::size_t max_datagram_;
   const std::uint64_t checksum_errors_base_;  // the namespace's UDP checksum drops at start
 
   std::atomic<Time> last_service_{0};

@@ -54,6 +54,7 @@ std::shared_ptr<DeviceCore> DeviceCore::open(const DeviceOptions& options, std::
   dc.progress = options.progress;
   dc.gso = options.gso;
   dc.tx_uring = options.tx_uring;
+  dc.rx_uring = options.rx_uring;
   dc.realtime = options.progress_realtime && options.progress == Progress::kThread;
   dc.rx_ecn_threshold = options.rx_ecn_threshold;
   dc.threads = options.progress_threads;

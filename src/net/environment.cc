@@ -105,6 +105,7 @@ bool apply_environment(DeviceOptions* options, std::string* error) {
       read_number("MROCE_RX_RATE_MBIT", 1, highest("rx_capacity", 1e6), &rx_mbit, error) &&
       read_flag("MROCE_GSO", &o.gso, error) && read_flag("MROCE_GRO", &o.gro, error) &&
       read_flag("MROCE_TX_URING", &o.tx_uring, error) &&
+      read_flag("MROCE_RX_URING", &o.rx_uring, error) &&
       read_flag("MROCE_PROGRESS_RT", &o.progress_realtime, error) &&
       read_field("MROCE_PROGRESS_THREADS", 1, 16, &o.progress_threads, error) &&
       read_field("MROCE_SEED", 0, std::numeric_limits<std::uint64_t>::max(), &o.seed, error);

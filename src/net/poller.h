@@ -31,6 +31,8 @@ class Poller {
   int wait(Time now, Time deadline, std::span<std::uint64_t> ready);
   // Makes the current or next wait() return at once. Safe from any thread.
   void wake();
+  // The eventfd wake() writes, for a waiter that does not wait here (RxRing).
+  int wake_fd() const { return wake_fd_; }
 
  private:
   int epoll_fd_ = -1;

@@ -17,6 +17,44 @@
 
 namespace mroce::net {
 
+// One read: a datagram, or a train of them coalesced by UDP GRO, and what the engine
+// must know of it.
+struct RxRead {
+  RxMeta meta;
+  const std::uint8_t* data = nullptr;
+  std::uint32_t length = 0;
+  std::uint32_t segment_size = 0;  // GRO: the size of each coalesced datagram; 0: one
+  bool discard = false;            // truncated, or larger than any datagram we send
+};
+
+// Fills *r from one message that `s` (on `plane`) received: its source, control messages
+// (ECN, GRO segment size, the socket's SO_RXQ_OVFL count, last seen *last_drops) and
+// length, counting it. A read larger than `max_datagram` per datagram, or truncated, is
+// marked discard.
+void parse_read(const msghdr& h, const std::uint8_t* data, std::uint32_t length, const UdpSocket& s,
+                std::uint8_t plane, std::size_t max_datagram, std::uint32_t* last_drops,
+                DatapathCounters* counters, RxRead* r);
+
+// Room for the control messages a read asks for: ECN, GRO segment size, SO_RXQ_OVFL.
+inline constexpr std::size_t kRxControlSize =
+    CMSG_SPACE(sizeof(int)) * 2 + CMSG_SPACE(sizeof(std::uint32_t)) + 64;
+
+// The host's own receive queue was deep: an ECN-capable read goes to the engine as
+// CE-marked, as a switch marks a queue past its threshold.
+void mark_local_ce(RxRead* r, DatapathCounters* counters);
+
+// Calls fn(const RxMeta&, std::span<const std::uint8_t>) for every datagram of a read.
+template <typename Fn>
+void for_each_datagram(const RxRead& r, Fn&& fn) {
+  if (r.discard) return;
+  if (r.length == 0) fn(r.meta, std::span<const std::uint8_t>());
+  const std::size_t step = r.segment_size ? r.segment_size : r.length;
+  for (std::size_t off = 0; off < r.length; off += step) {
+    const std::size_t len = off + step <= r.length ? step : r.length - off;
+    fn(r.meta, std::span<const std::uint8_t>(r.data + off, len));
+  }
+}
+
 class RxBatch {
  public:
   // `slots` reads of up to `slot_size` bytes each (64 KiB when GRO may coalesce);
@@ -33,29 +71,12 @@ class RxBatch {
   // Calls fn(const RxMeta&, std::span<const std::uint8_t>) for every datagram read.
   template <typename Fn>
   void for_each(Fn&& fn) const {
-    for (int i = 0; i < reads_; ++i) {
-      const Read& r = reads_info_[i];
-      if (r.discard) continue;
-      const std::uint8_t* data = buffers_.data() + std::size_t(i) * slot_size_;
-      if (r.length == 0) fn(r.meta, std::span<const std::uint8_t>());
-      const std::size_t step = r.segment_size ? r.segment_size : r.length;
-      for (std::size_t off = 0; off < r.length; off += step) {
-        const std::size_t len = off + step <= r.length ? step : r.length - off;
-        fn(r.meta, std::span<const std::uint8_t>(data + off, len));
-      }
-    }
+    for (int i = 0; i < reads_; ++i) for_each_datagram(reads_info_[i], fn);
   }
 
  private:
   void reset(std::size_t count);
   void mark_if_backlogged(const UdpSocket& s, std::uint32_t threshold, DatapathCounters* counters);
-
-  struct Read {
-    RxMeta meta;
-    bool discard = false;
-    std::uint32_t length = 0;
-    std::uint32_t segment_size = 0;  // GRO: the size of each coalesced datagram
-  };
 
   std::size_t slots_;
   std::size_t slot_size_;
@@ -66,7 +87,7 @@ class RxBatch {
   std::vector<iovec> iovs_;
   std::vector<SocketAddress> names_;
   std::vector<std::uint8_t> control_;
-  std::vector<Read> reads_info_;
+  std::vector<RxRead> reads_info_;
 };
 
 }  // namespace mroce::net

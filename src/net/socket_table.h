@@ -43,6 +43,7 @@ class SocketTable {
 
   std::size_t size() const { return sockets_.size(); }
   UdpSocket& at(std::size_t i) { return sockets_[i]; }
+  const UdpSocket& at(std::size_t i) const { return sockets_[i]; }
   std::uint8_t plane_of(std::size_t i) const {
     return static_cast<std::uint8_t>(i / (pool_count_ + 1u));
   }

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "net/tsan_sockets.h"
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
@@ -76,6 +78,7 @@ void TxBatch::send(SocketTable& sockets, DatapathCounters* counters) {
   }
   std::stable_sort(order_.begin(), order_.begin() + n,
                    [&](std::uint32_t a, std::uint32_t b) { return socket_of_[a] < socket_of_[b]; });
+  tsan_sent();
   if (ring_) {
     send_uring(sockets, n, counters);
     count_ = 0;

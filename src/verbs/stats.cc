@@ -133,12 +133,19 @@ std::vector<NamedCounter> device_counters(const Device& d) {
     out.push_back({std::string("drop_") + to_string(DropReason(r)), c.drops[r]});
   }
   const NamedCounter datapath[] = {
-      {"tx_datagrams", p.tx_datagrams},         {"tx_syscalls", p.tx_syscalls},
-      {"tx_gso_sends", p.tx_gso_sends},         {"tx_dropped", p.tx_dropped},
-      {"tx_gso_fallbacks", p.tx_gso_fallbacks}, {"rx_datagrams", p.rx_datagrams},
-      {"rx_syscalls", p.rx_syscalls},           {"rx_gro_reads", p.rx_gro_reads},
-      {"rx_truncated", p.rx_truncated},         {"rx_socket_drops", p.rx_socket_drops},
-      {"rx_local_ce", p.rx_local_ce},           {"wakeups", p.wakeups},
+      {"tx_datagrams", p.tx_datagrams},
+      {"tx_syscalls", p.tx_syscalls},
+      {"tx_gso_sends", p.tx_gso_sends},
+      {"tx_dropped", p.tx_dropped},
+      {"tx_gso_fallbacks", p.tx_gso_fallbacks},
+      {"rx_datagrams", p.rx_datagrams},
+      {"rx_syscalls", p.rx_syscalls},
+      {"rx_ring_reads", p.rx_ring_reads},
+      {"rx_gro_reads", p.rx_gro_reads},
+      {"rx_truncated", p.rx_truncated},
+      {"rx_socket_drops", p.rx_socket_drops},
+      {"rx_local_ce", p.rx_local_ce},
+      {"wakeups", p.wakeups},
   };
   out.insert(out.end(), std::begin(datapath), std::end(datapath));
   return out;

@@ -1,6 +1,7 @@
 // Two devices in one process over loopback: every operation arrives byte-exact and
 // completes as Verbs users expect, in every progress mode, on one and on two planes,
 // with the counters telling what happened.
+#include <liburing.h>
 #include <poll.h>
 
 #include <time.h>
@@ -475,6 +476,77 @@ TEST_P(Threads, EveryOperationAndAStreamArriveByteExact) {
 
 INSTANTIATE_TEST_SUITE_P(Progress, Threads, ::testing::Values(1, 2, 4),
                          [](const auto& info) { return std::to_string(info.param); });
+
+// Whether this kernel gives a thread a receive ring as the datapath sets it up
+// (io_uring with DEFER_TASKRUN: Linux 6.1 on, and io_uring not disabled).
+bool kernel_offers_rx_ring() {
+  io_uring ring;
+  io_uring_params p{};
+  p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+  if (io_uring_queue_init_params(8, &ring, &p) < 0) return false;
+  io_uring_queue_exit(&ring);
+  return true;
+}
+
+// The progress thread's receive ring (rx_uring) and the send ring (tx_uring) in every
+// combination: every operation and a stream arrive byte-exact and in order, and the
+// counters show who read: the ring (no receive call at all) where the kernel offers it,
+// recvmmsg where it does not or where the ring is off.
+class Rings : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(Rings, EveryOperationAndAStreamArriveByteExact) {
+  const auto [rx, tx] = GetParam();
+  DeviceOptions o = loopback_options();
+  o.rx_uring = rx;
+  o.tx_uring = tx;
+  Side a = make_side(o);
+  Side b = make_side(o);
+  ASSERT_TRUE(a.dev && b.dev);
+  connect_qps(a, b);
+  exercise_every_operation(a, b, {});
+  stream_in_order(a, b);
+  const bool ring = rx && kernel_offers_rx_ring();
+  for (Device* d : {a.dev.get(), b.dev.get()}) {
+    const DatapathCounters c = d->datapath_counters();
+    EXPECT_GT(c.rx_datagrams, 0u);
+    if (ring) {
+      EXPECT_GT(c.rx_ring_reads, 0u);
+      EXPECT_EQ(c.rx_syscalls, 0u) << "the ring reads inside its wait";
+    } else {
+      EXPECT_EQ(c.rx_ring_reads, 0u);
+      EXPECT_GT(c.rx_syscalls, 0u);
+    }
+  }
+  EXPECT_EQ(b.dev->datapath_counters().rx_truncated, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loopback, Rings, ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "RxRing" : "RxEpoll") +
+                                  (std::get<1>(info.param) ? "TxRing" : "TxSendmmsg");
+                         });
+
+// The receive ring marks the host's own queue as a switch would: a datagram that found
+// more than rx_ecn_threshold bytes of its socket ahead of it reaches the engine CE-marked.
+TEST(Loopback, ReceiveRingMarksADeepOwnQueue) {
+  if (!kernel_offers_rx_ring()) {
+    GTEST_SKIP() << "this kernel refuses io_uring with DEFER_TASKRUN (Linux 6.1 on)";
+  }
+  DeviceOptions o = loopback_options();
+  o.rx_uring = true;
+  o.rx_ecn_threshold = 4096;  // a datagram behind one or more others of its socket
+  o.line_rate_bps = 100'000'000'000;
+  Side a = make_side(o);
+  Side b = make_side(o);
+  ASSERT_TRUE(a.dev && b.dev);
+  connect_qps(a, b);
+  stream_in_order(a, b);
+  const DatapathCounters d = b.dev->datapath_counters();
+  EXPECT_GT(d.rx_ring_reads, 0u);
+  EXPECT_GT(d.rx_local_ce, 0u) << "a 32 MiB stream never queued two reads on one socket";
+  EXPECT_LT(d.rx_local_ce, d.rx_datagrams);
+  EXPECT_GT(a.dev->counters().rx_ce_packets + b.dev->counters().rx_ce_packets, 0u);
+}
 
 #ifdef MROCE_HAVE_BASELINE
 TEST(Loopback, RoceV2BaselineRunsEveryOperation) {

@@ -138,6 +138,11 @@ void add_device_options(CLI::App* app, Options* o, std::vector<std::string>* add
       ->check(in_range(0, std::numeric_limits<std::uint32_t>::max()));
   app->add_flag("--no-gso{false}", o->device.gso, "send every datagram on its own");
   app->add_flag("--no-gro{false}", o->device.gro, "no receive coalescing");
+  app->add_option("--tx-uring", o->device.tx_uring,
+                  "1: send each flush with one io_uring submission, 0: a sendmmsg per socket");
+  app->add_option("--rx-uring", o->device.rx_uring,
+                  "1: the progress thread waits and receives with one io_uring call, 0: epoll "
+                  "and a recvmmsg per ready socket");
   app->add_option("--tcp-port", o->tcp_port, "side channel TCP port")->check(in_range(1, 65535));
   app->add_option("--transport", *transport, "mroce or roce (client; the server follows)")
       ->check(CLI::IsMember({"mroce", "roce"}));

@@ -158,19 +158,13 @@ nlohmann::json counters_json(const Counters& c) {
 }
 
 nlohmann::json datapath_json(const DatapathCounters& d) {
-  return {{"tx_datagrams", d.tx_datagrams},
-          {"tx_syscalls", d.tx_syscalls},
-          {"tx_gso_sends", d.tx_gso_sends},
-          {"tx_dropped", d.tx_dropped},
-          {"tx_gso_fallbacks", d.tx_gso_fallbacks},
-          {"rx_datagrams", d.rx_datagrams},
-          {"rx_syscalls", d.rx_syscalls},
-          {"rx_gro_reads", d.rx_gro_reads},
-          {"rx_truncated", d.rx_truncated},
-          {"rx_socket_drops", d.rx_socket_drops},
-          {"rx_checksum_errors", d.rx_checksum_errors},
-          {"rx_local_ce", d.rx_local_ce},
-          {"wakeups", d.wakeups}};
+  return {{"tx_datagrams", d.tx_datagrams},         {"tx_syscalls", d.tx_syscalls},
+          {"tx_gso_sends", d.tx_gso_sends},         {"tx_dropped", d.tx_dropped},
+          {"tx_gso_fallbacks", d.tx_gso_fallbacks}, {"rx_datagrams", d.rx_datagrams},
+          {"rx_syscalls", d.rx_syscalls},           {"rx_ring_reads", d.rx_ring_reads},
+          {"rx_gro_reads", d.rx_gro_reads},         {"rx_truncated", d.rx_truncated},
+          {"rx_socket_drops", d.rx_socket_drops},   {"rx_checksum_errors", d.rx_checksum_errors},
+          {"rx_local_ce", d.rx_local_ce},           {"wakeups", d.wakeups}};
 }
 
 nlohmann::json events_json(const std::vector<Event>& events) {
