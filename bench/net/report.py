@@ -43,17 +43,27 @@ def last_line(path):
         return None
 
 
-def cpu_ms(path):
-    """Milliseconds of CPU from `perf stat -x, -e task-clock -o path`."""
+def perf_stat(path, event):
+    """A count from `perf stat -x, -o path` (None where the event was not counted)."""
     try:
         with open(path) as f:
             for line in f:
                 fields = line.strip().split(",")
-                if len(fields) > 2 and fields[2].startswith("task-clock"):
+                if len(fields) > 2 and fields[2].startswith(event):
                     return float(fields[0])
     except (OSError, ValueError):
         pass
     return None
+
+
+def cpu_ms(path):
+    """Milliseconds of CPU from `perf stat -x, -e task-clock -o path`."""
+    return perf_stat(path, "task-clock")
+
+
+def syscalls_of(path):
+    """Every system call of the process, from perf stat's raw_syscalls:sys_enter."""
+    return perf_stat(path, "raw_syscalls:sys_enter")
 
 
 def ns_per_kib(ms, nbytes):
@@ -144,7 +154,7 @@ w("| run | MetaRoCE Gbit/s | raw UDP Gbit/s | ratio | iperf3 TCP Gbit/s | ratio 
 w("| --- | ---: | ---: | ---: | ---: | ---: |")
 mroce_a, raw_a, tcp_a = [], [], []
 cpu_rows = []
-syscalls = {"client": [], "server": []}
+syscalls = {"mroce": [], "ring": []}
 for r in range(1, repeat + 1):
     m = load(f"{work}/a-mroce-{r}.json")
     x = load(f"{work}/a-raw-{r}.json")
@@ -166,13 +176,22 @@ for r in range(1, repeat + 1):
         ns_per_kib(cpu_ms(f"{work}/a-raw-{r}.recv-cpu"), xbytes),
         ns_per_kib(cpu_ms(f"{work}/a-tcp-{r}.client-cpu"), tbytes),
         ns_per_kib(cpu_ms(f"{work}/a-tcp-{r}.server-cpu"), tbytes)))
-    if m:
-        c, sv = m["client"]["datapath"], m["server"]["datapath"]
+    for kind in ("mroce", "ring"):
+        run = m if kind == "mroce" else load(f"{work}/a-ring-{r}.json")
+        if not run:
+            continue
+        c, sv = run["client"]["datapath"], run["server"]["datapath"]
         data = sv["rx_datagrams"] or None
-        syscalls["client"].append(
-            (c["tx_syscalls"], c["rx_syscalls"], c["tx_datagrams"], ratio(c["tx_syscalls"] + c["rx_syscalls"], c["tx_datagrams"])))
-        syscalls["server"].append(
-            (sv["rx_syscalls"], sv["tx_syscalls"], sv["rx_datagrams"], ratio(sv["tx_syscalls"] + sv["rx_syscalls"], data)))
+        res = run["results"][0]
+        cb = res["gbit_s"] * 1e9 / 8 * res["seconds"]
+        syscalls[kind].append({
+            "gbit_s": res["gbit_s"], "data": data,
+            "client": ratio(syscalls_of(f"{work}/a-{kind}-{r}.json.client-cpu"), data),
+            "server": ratio(syscalls_of(f"{work}/a-{kind}-{r}.json.server-cpu"), data),
+            "client_dp": ratio(c["tx_syscalls"] + c["rx_syscalls"] + c["wakeups"], data),
+            "server_dp": ratio(sv["tx_syscalls"] + sv["rx_syscalls"] + sv["wakeups"], data),
+            "client_ns": ns_per_kib(cpu_ms(f"{work}/a-{kind}-{r}.json.client-cpu"), cb),
+            "server_ns": ns_per_kib(cpu_ms(f"{work}/a-{kind}-{r}.json.server-cpu"), cb)})
 ra = ratio(median(mroce_a), median(raw_a))
 rt = ratio(median(mroce_a), median(tcp_a))
 w(f"| median | {fmt(median(mroce_a))} | {fmt(median(raw_a))} | {fmt(ra)} | {fmt(median(tcp_a))} | {fmt(rt)} |")
@@ -208,30 +227,51 @@ for end, i in (("sender", 0), ("receiver", 1)):
     figure(f"CPU per KiB, {end}", f"{fmt(med[i], 0)} ns", f"iperf3 TCP {fmt(med[i + 4], 0)} ns",
            ratio(med[i], med[i + 4]), "report", True, "perf stat -x, -e task-clock -- ...")
 
-w("### System calls per datagram, each end")
+w("### System calls per datagram, each end, and the io_uring rings")
 w("")
-w("From the stack's own datapath counters (`mroce-perf --json`): the sender's `sendmmsg` "
-  "and `recvmmsg` calls (data out, acknowledgements in) per data datagram sent, the "
-  "receiver's per data datagram received.")
+w("Every system call of each process, counted by the kernel (`perf stat -e "
+  "raw_syscalls:sys_enter`: the datapath's and the application's, waits included), per "
+  "data datagram of the stream; beside it the datapath's own count (`mroce-perf --json`: "
+  "sends, reads and wake-ups). Default: epoll, `recvmmsg` and `sendmmsg`. Rings: the same "
+  "runs' stack with `--rx-uring 1 --tx-uring 1` at both ends (one `io_uring_enter` waits "
+  "and receives from every socket; one submits a flush), alternating with the default.")
 w("")
-w("| run | sender sends | sender reads | data datagrams | sender per datagram | "
-  "receiver reads | receiver sends | receiver per datagram |")
-w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-for r in range(len(syscalls["client"])):
-    c = syscalls["client"][r]
-    sv = syscalls["server"][r]
-    w(f"| {r + 1} | {c[0]} | {c[1]} | {c[2]} | {fmt(c[3], 3)} | {sv[0]} | {sv[1]} | {fmt(sv[3], 3)} |")
-sc = median([c[3] for c in syscalls["client"]])
-ss = median([c[3] for c in syscalls["server"]])
+w("| run | stack | Gbit/s | sender calls per datagram (datapath) | receiver (datapath) | "
+  "CPU ns/KiB sender | receiver |")
+w("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+for r in range(repeat):
+    for kind, label in (("mroce", "default"), ("ring", "rings")):
+        if r < len(syscalls[kind]):
+            x = syscalls[kind][r]
+            w(f"| {r + 1} | {label} | {fmt(x['gbit_s'])} | {fmt(x['client'], 3)} ({fmt(x['client_dp'], 3)}) | "
+              f"{fmt(x['server'], 3)} ({fmt(x['server_dp'], 3)}) | {fmt(x['client_ns'], 0)} | "
+              f"{fmt(x['server_ns'], 0)} |")
+med_sc = {k: {f: median([x[f] for x in v]) for f in ("gbit_s", "client", "server", "client_ns", "server_ns")}
+          for k, v in syscalls.items()}
+for kind, label in (("mroce", "default"), ("ring", "rings")):
+    x = med_sc[kind]
+    w(f"| median | {label} | {fmt(x['gbit_s'])} | {fmt(x['client'], 3)} | {fmt(x['server'], 3)} | "
+      f"{fmt(x['client_ns'], 0)} | {fmt(x['server_ns'], 0)} |")
+sc, ss = med_sc["mroce"]["client"], med_sc["mroce"]["server"]
+rc, rs = med_sc["ring"]["client"], med_sc["ring"]["server"]
+rb = ratio(med_sc["ring"]["gbit_s"], med_sc["mroce"]["gbit_s"])
 w("")
-w(f"Target: at most 0.1 per datagram at each end. Sender {fmt(sc, 3)}: "
+w(f"Target: at most 0.1 per datagram at each end. Default: sender {fmt(sc, 3)}, "
   f"{target(f'system calls per datagram, sender, {fmt(sc, 3)} (target 0.1)', sc is not None and sc <= 0.1)}; "
-  f"receiver {fmt(ss, 3)}: "
-  f"{target(f'system calls per datagram, receiver, {fmt(ss, 3)} (target 0.1)', ss is not None and ss <= 0.1)}.")
+  f"receiver {fmt(ss, 3)}, "
+  f"{target(f'system calls per datagram, receiver, {fmt(ss, 3)} (target 0.1)', ss is not None and ss <= 0.1)}. "
+  f"With the rings: sender {fmt(rc, 3)}, receiver {fmt(rs, 3)}, at {fmt(rb)} of the default's "
+  "bandwidth (docs/STACK.md says why the default stays).")
 w("")
-for end, v in (("sender", sc), ("receiver", ss)):
+for end, v, rv in (("sender", sc, rc), ("receiver", ss, rs)):
     figure(f"system calls per datagram, {end}", fmt(v, 3), "-", v, "<= 0.1", v is not None and v <= 0.1,
-           "mroce-perf --json: datapath tx/rx_syscalls")
+           "perf stat -e raw_syscalls:sys_enter")
+    figure(f"system calls per datagram, {end}, io_uring rings", fmt(rv, 3), f"default {fmt(v, 3)}",
+           ratio(rv, v), "<= 0.1", rv is not None and rv <= 0.1,
+           "mroce-perf --rx-uring 1 --tx-uring 1")
+figure("loopback 64 KiB WRITE, io_uring rings", f"{fmt(med_sc['ring']['gbit_s'])} Gbit/s",
+       f"default {fmt(med_sc['mroce']['gbit_s'])} Gbit/s", rb, "report", True,
+       "mroce-perf --rx-uring 1 --tx-uring 1")
 
 # (b) latency
 w("## (b) 8-byte ping-pong latency (half round trip, median)")

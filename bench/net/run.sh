@@ -4,7 +4,9 @@
 #   (a) loopback WRITE bandwidth at 64 KiB messages (mroce-perf, two processes) against
 #       raw UDP of the same datagram size (mroce-udp-blaster: GSO sender, GRO receiver);
 #       and against iperf3 TCP (one stream), with the CPU time of each end per byte
-#       (perf stat task-clock) and the stack's system calls per datagram;
+#       (perf stat task-clock) and every system call of each end per datagram (perf
+#       stat raw_syscalls:sys_enter); the stack again with its io_uring rings
+#       (--rx-uring 1 --tx-uring 1);
 #   (b) 8-byte ping-pong latency against a raw UDP ping-pong, polling and sleeping, and
 #       against sockperf ping-pong;
 #   (c) goodput on the 4-spine testbed (4 x 1 Gbit/s HTB, MTU 4200) at 0, 1 and 10%
@@ -107,12 +109,16 @@ note() { commands+=("$*"); }
 } >"$work/meta.json"
 
 # cpu FILE COMMAND...: runs COMMAND, writing the CPU time it took (all its threads, user
-# and kernel; perf stat task-clock, milliseconds) to FILE. This machine's perf has no
-# cycle counter (a VM), so CPU time stands for cycles.
+# and kernel; perf stat task-clock, milliseconds) and, where the kernel's tracepoint is
+# readable, the system calls it made (raw_syscalls:sys_enter) to FILE. This machine's
+# perf has no cycle counter (a VM), so CPU time stands for cycles.
+events=(-e task-clock)
+perf stat -x, -e raw_syscalls:sys_enter -o /dev/null -- true 2>/dev/null &&
+  events+=(-e raw_syscalls:sys_enter)
 cpu() {
   local file=$1
   shift
-  perf stat -x, -e task-clock -o "$file" -- "$@"
+  perf stat -x, "${events[@]}" -o "$file" -- "$@"
 }
 
 # loopback_pair FILE SERVER_ARGS... -- CLIENT_ARGS...: one mroce-perf run over loopback;
@@ -168,6 +174,8 @@ size=$((mtu + 56))  # a WRITE datagram: 56 bytes of MetaRoCE headers, then the p
 for ((r = 1; r <= repeat; r++)); do
   log "(a) loopback WRITE bandwidth, run $r of $repeat"
   loopback_pair "$work/a-mroce-$r.json" --rate 100000 -- -s 65536 -D "$seconds" --rate 100000
+  loopback_pair "$work/a-ring-$r.json" --rate 100000 --rx-uring 1 --tx-uring 1 -- \
+    -s 65536 -D "$seconds" --rate 100000 --rx-uring 1 --tx-uring 1
   cpu "$work/a-raw-$r.recv-cpu" "$blaster" recv >"$work/a-raw-$r.out" &
   rx=$!
   for _ in $(seq 50); do [[ -s $work/a-raw-$r.out ]] && break; sleep 0.05; done
@@ -186,10 +194,11 @@ for ((r = 1; r <= repeat; r++)); do
 done
 note "mroce-perf server --once --port 0 --tcp-port PORT --rate 100000"
 note "mroce-perf client 127.0.0.1 --tcp-port PORT -s 65536 -D $seconds --rate 100000 --json FILE"
+note "the same with --rx-uring 1 --tx-uring 1 at both ends (the io_uring rings)"
 note "mroce-udp-blaster recv   # prints its port"
 note "mroce-udp-blaster send --to 127.0.0.1 --port PORT --size $size --gso 15 --seconds $seconds"
 note "iperf3 -s -1 -p PORT; iperf3 -c 127.0.0.1 -p PORT -t $seconds -J"
-note "perf stat -x, -e task-clock -o FILE -- COMMAND   # every process of (a), both ends"
+note "perf stat -x, -e task-clock -e raw_syscalls:sys_enter -o FILE -- COMMAND   # every process of (a), both ends"
 
 # ---- (b) latency ------------------------------------------------------------------------
 for ((r = 1; r <= repeat; r++)); do
