@@ -407,13 +407,7 @@ bool Datapath::receive_socket(Receiver& r, std::size_t index, After after) {
       reads = r.batch.receive(s, plane, config_.rx_ecn_threshold, &r.rxq_drops[index], &r.counters);
       if (reads == 0) return any;
       any = true;
-      MutexLock lock(engine_mutex_);
-      const Time now = monotonic_now();
-      Transport& transport = *transport_;
-      r.batch.for_each([&](const RxMeta& meta, std::span<const std::uint8_t> bytes) {
-        transport.on_packet(now, meta, bytes);
-      });
-      wake_if_earlier();
+      deliver(r.batch.reads());
     }
     // Acknowledgements and freed window go out before the next read.
     if (after == After::kFlush) flush();
@@ -421,6 +415,18 @@ bool Datapath::receive_socket(Receiver& r, std::size_t index, After after) {
     if (std::size_t(reads) < config_.rx_slots) return any;
   }
   return any;
+}
+
+void Datapath::deliver(std::span<const RxRead> reads) {
+  MutexLock lock(engine_mutex_);
+  const Time now = monotonic_now();
+  Transport& transport = *transport_;
+  for (const RxRead& read : reads) {
+    for_each_datagram(read, [&](const RxMeta& meta, std::span<const std::uint8_t> bytes) {
+      transport.on_packet(now, meta, bytes);
+    });
+  }
+  wake_if_earlier();
 }
 
 bool Datapath::receive_ring(Receiver& r) {
@@ -435,17 +441,7 @@ bool Datapath::receive_ring(Receiver& r) {
         return any;
       }
       any = true;
-      {
-        MutexLock lock(engine_mutex_);
-        const Time now = monotonic_now();
-        Transport& transport = *transport_;
-        for (const RxRead& read : rx_ring_->reads()) {
-          for_each_datagram(read, [&](const RxMeta& meta, std::span<const std::uint8_t> bytes) {
-            transport.on_packet(now, meta, bytes);
-          });
-        }
-        wake_if_earlier();
-      }
+      deliver(rx_ring_->reads());
       rx_ring_->release();  // the engine placed or dropped every payload
     }
     // Acknowledgements and freed window go out before the next batch.

@@ -139,6 +139,8 @@ class Datapath {
       MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);
   bool receive_socket(Receiver& r, std::size_t index, After after)
       MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);
+  // Hands every datagram of `reads` to the engine, under its lock.
+  void deliver(std::span<const RxRead> reads) MROCE_EXCLUDES(engine_mutex_);
   // The progress thread with its receive ring: everything the last wait received,
   // flushing after each batch; returns whether anything arrived.
   bool receive_ring(Receiver& r) MROCE_EXCLUDES(engine_mutex_, tx_mutex_, r.mutex);

@@ -68,11 +68,8 @@ class RxBatch {
   int receive(const UdpSocket& s, std::uint8_t plane, std::uint32_t ce_threshold,
               std::uint32_t* last_drops, DatapathCounters* counters);
 
-  // Calls fn(const RxMeta&, std::span<const std::uint8_t>) for every datagram read.
-  template <typename Fn>
-  void for_each(Fn&& fn) const {
-    for (int i = 0; i < reads_; ++i) for_each_datagram(reads_info_[i], fn);
-  }
+  // The reads the last receive() made.
+  std::span<const RxRead> reads() const { return {reads_info_.data(), std::size_t(reads_)}; }
 
  private:
   void reset(std::size_t count);

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -149,8 +150,7 @@ void RxRing::arm_wake() {
 }
 
 void RxRing::wait(Time now, Time deadline) {
-  for (std::uint32_t s : touched_) queued_[s] = 0;
-  touched_.clear();
+  std::fill(queued_.begin(), queued_.end(), 0);
   io_uring_cqe* cqe = nullptr;
   if (deadline == kNever) {
     io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, nullptr, nullptr);
@@ -209,7 +209,6 @@ std::size_t RxRing::take(std::size_t max, std::uint32_t ce_threshold, std::uint3
                counters, &read);
     // Bytes of this socket the kernel received before this read, in this wait: they
     // were queued ahead of it when it arrived.
-    if (queued_[socket] == 0) touched_.push_back(static_cast<std::uint32_t>(socket));
     if (ce_threshold > 0 && queued_[socket] > ce_threshold) mark_local_ce(&read, counters);
     queued_[socket] += length;
   }

@@ -89,7 +89,6 @@ class RxRing {
   std::vector<Taken> buffers_;  // of the reads taken, to give back
   std::size_t taken_ = 0;
   std::vector<std::uint64_t> queued_;  // by socket: bytes taken since the last wait
-  std::vector<std::uint32_t> touched_;
 };
 
 }  // namespace mroce::net
