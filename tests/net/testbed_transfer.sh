@@ -71,15 +71,22 @@ server_wait
 tb impair --spine "$victim" --ce-rate 0
 mapfile -t map < <(spine_ports 41000 16)
 spine_of_json=$(printf '%s\n' "${map[@]}" | awk '{printf "%s\"%s\": %s", sep, $1, $2; sep=", "} BEGIN {printf "{"} END {print "}"}')
-verdict=$(python3 - "$WORK/ce.json" "$victim" "$spine_of_json" <<'PY'
+# A window cut steers traffic only where windows bind. A sanitized sender is CPU-bound
+# (about 1 Gbit/s here against 2.7 in a release build), its windows seldom fill, and the
+# marked paths keep more of their share: measured 0.41 to 0.60 of the others' under ASan,
+# 0.40 in a release build.
+bound=0.6
+[[ ${SANITIZED:-0} == 1 ]] && bound=0.75
+verdict=$(python3 - "$WORK/ce.json" "$victim" "$spine_of_json" "$bound" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); victim = int(sys.argv[2]); spine = json.loads(sys.argv[3])
+bound = float(sys.argv[4])
 paths = d["client"]["connections"][0]["path_stats"]
 marked = [p for p in paths if spine.get(str(p["src_port"])) == victim]
 clear = [p for p in paths if spine.get(str(p["src_port"])) != victim]
 avg = lambda ps: sum(p["tx_packets"] for p in ps) / max(len(ps), 1)
 ce = sum(p["ce_packets"] for p in marked)
-ok = marked and clear and ce > 0 and avg(marked) < 0.6 * avg(clear)
+ok = marked and clear and ce > 0 and avg(marked) < bound * avg(clear)
 print(f"{'ok' if ok else 'bad'} marked paths {len(marked)} avg {avg(marked):.0f} packets, "
       f"others {len(clear)} avg {avg(clear):.0f}, CE reported {ce}")
 PY
