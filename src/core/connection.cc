@@ -85,7 +85,7 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
   // ACCEPT.
   if (state_ == ConnState::kConnecting || state_ == ConnState::kAccepting) {
     adopt_peer(hs);
-    establish(now);
+    establish(now, connect_sent_);
     // A pair, like the timed packets: the peer, if still ACCEPTING, would otherwise
     // wait a retry interval for a lost one when it has nothing else to hear from us.
     confirms_due_ = 2;
@@ -98,17 +98,16 @@ void Connection::on_handshake(Time now, const wire::Packet& pkt) {
 }
 
 void Connection::on_confirm(Time now) {
-  if (state_ == ConnState::kAccepting) establish(now);
+  if (state_ == ConnState::kAccepting) establish(now, accept_sent_);
 }
 
-void Connection::establish(Time now) {
+void Connection::establish(Time now, Time asked) {
   state_ = ConnState::kEstablished;
   reply_to_ = {};
   handshake_at_ = kNever;
   handshake_copy_ = false;
-  // The set-up round trip is at least the time since our latest timed CONNECT or ACCEPT,
-  // whichever copy was answered.
-  const Time setup_rtt = handshake_sent_ == kNever ? 0 : now - handshake_sent_;
+  // The set-up round trip is at least the time since the latest copy of what was answered.
+  const Time setup_rtt = asked == kNever ? 0 : now - asked;
   const std::uint32_t per_path =
       std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
   paths_.reset(cfg_.paths, path_window_packets_, cfg_.initial_rtt, tx_isn_, per_path);

@@ -118,7 +118,9 @@ class Connection {
  private:
   // connection.cc
   void adopt_peer(const wire::HandshakeHeader& hs);
-  void establish(Time now);
+  // `asked`: when we sent the timed set-up packet that the one establishing it answers
+  // (kNever if none: the set-up then measures no round trip).
+  void establish(Time now, Time asked);
   void fail(Time now, WcStatus status);
   void flush_stream(Stream& s, WcStatus first_status);
   // A work request leaves the send queue, whatever its state: the peer's message slot
@@ -267,7 +269,11 @@ class Connection {
   std::uint32_t open_requests_ = 0;  // READ/atomic started, not completed
   std::uint32_t peer_sent_at_ = 0;   // sender timestamp of that DATA
   Time handshake_at_ = kNever;       // next CONNECT/ACCEPT/CLOSE retransmission
-  Time handshake_sent_ = kNever;     // our latest timed CONNECT or ACCEPT
+  // Our latest timed CONNECT and ACCEPT: an ACCEPT answers the one, a CONFIRM (or anything
+  // with our token) the other. Apart, because when both sides open at once each sends a
+  // CONNECT and then an ACCEPT, and the peer's ACCEPT answers our CONNECT.
+  Time connect_sent_ = kNever;
+  Time accept_sent_ = kNever;
   Time last_backlog_ = 0;
   Time peer_noted_at_ = 0;  // when peer_backlog_ was last set
   // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one

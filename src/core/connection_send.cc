@@ -109,7 +109,7 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
     }
     answer = accepts_due_ > 0;
     retry = !answer;
-    if (retry) handshake_sent_ = now;  // an answer to a copy of the peer's measures nothing
+    if (retry) (connect ? connect_sent_ : accept_sent_) = now;  // answers measure nothing
     if (answer) --accepts_due_;
     len = wire::encode_handshake(c, hs, buf);
   }
