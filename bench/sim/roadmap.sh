@@ -33,6 +33,13 @@ run() {
 run sa-1ms both scale-across
 run sa-10ms both scale-across --set topology.long_haul_delay=10ms
 run sa-1ms-iw16m both scale-across --set transport.mroce.initial_window=16MiB
+# The same rings started once every connection is up, as a collective's first step is.
+run sa-1ms-up both scale-across --set workload.0.start=5ms
+run sa-10ms-up both scale-across --set topology.long_haul_delay=10ms --set workload.0.start=25ms
+# And with the paths fixed at 16 (max_paths as in the other scenarios).
+run sa-1ms-up-16 both scale-across --set workload.0.start=5ms --set transport.mroce.max_paths=0
+run sa-10ms-up-16 both scale-across --set topology.long_haul_delay=10ms \
+  --set workload.0.start=25ms --set transport.mroce.max_paths=0
 run a2a-1ms both scale-across-a2a
 run kv both kv-cache
 # One 256 MiB WRITE from dc0 to dc1 (4 hosts, 2 per data center), the connection window
@@ -44,8 +51,12 @@ for d in 1ms 10ms; do
   for pw in 16:128 16:256 64:256 256:256; do
     run "one-$d-mroce-${pw/:/-}" mroce scale-across-a2a "${one[@]}" \
       --set "topology.long_haul_delay=$d" --set transport.mroce.initial_window=64MiB \
-      --set "transport.mroce.paths=${pw%:*}" --set "transport.mroce.path_window_packets=${pw#*:}"
+      --set "transport.mroce.paths=${pw%:*}" --set "transport.mroce.path_window_packets=${pw#*:}" \
+      --set transport.mroce.max_paths=0
   done
+  # 16 paths opening more as the window needs (the scenario's max_paths = 256).
+  run "one-$d-mroce-grow" mroce scale-across-a2a "${one[@]}" \
+    --set "topology.long_haul_delay=$d" --set transport.mroce.initial_window=64MiB
 done
 
 python3 bench/sim/roadmap_report.py "$out" docs/results/img

@@ -20,7 +20,8 @@ def drops(r):
     return r["network_drops"]["total"]
 print("| run | transport | flows done | FCT p50 us | FCT p99 us | FCT max us | algbw Gbit/s | goodput Gbit/s | drops | retransmits | max long-haul queue B |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for i in ["sa-1ms", "sa-10ms", "sa-1ms-iw16m", "a2a-1ms", "kv"]:
+for i in ["sa-1ms", "sa-10ms", "sa-1ms-iw16m", "sa-1ms-up", "sa-10ms-up", "sa-1ms-up-16",
+          "sa-10ms-up-16", "a2a-1ms", "kv"]:
     for r in runs(i):
         w = r["workloads"][0]
         lh = r["links"].get("core>core", {}).get("max_queue_bytes", "-")
@@ -38,6 +39,8 @@ for d, rtt in [("1ms", 2.012e-3), ("10ms", 20.012e-3)]:
         bound = min(p * wn * (4096 + 64), 64 << 20) * 8 / rtt / 1e9
         r = runs(f"one-{d}-mroce-{pw}")[0]["workloads"][0]
         print(f"| {d} | mroce | {p} x {wn} | {f(min(bound, 100))} | {f(r['fct']['max_us'])} | {f(r['goodput_gbps'])} |")
+    r = runs(f"one-{d}-mroce-grow")[0]["workloads"][0]
+    print(f"| {d} | mroce | 16 x 256, opening up to 256 paths | - | {f(r['fct']['max_us'])} | {f(r['goodput_gbps'])} |")
 print()
 print("| transport | READ size | READs | FCT p50 us | FCT p99 us | FCT max us |")
 print("| --- | --- | --- | --- | --- | --- |")

@@ -26,6 +26,8 @@ enum class SettingUnit : std::uint8_t { kCount, kBytes, kTime, kRate, kRatio };
   X(std::uint16_t, src_port_count, "src_port_count", kCount, 256, 1, 65535,                      \
     "UDP source ports available for path entropy")                                               \
   X(std::uint16_t, paths, "paths", kCount, 16, 1, 256, "paths per connection")                   \
+  X(std::uint16_t, max_paths, "max_paths", kCount, 0, 0, 256,                                    \
+    "paths a connection may grow to when its window outgrows its paths' SACK spans (0: paths)")  \
   X(std::uint16_t, mss, "mss", kCount, 4096, 256, 16384, "payload bytes per data packet")        \
   X(std::uint32_t, path_window_packets, "path_window_packets", kCount, 128, 1, 256,              \
     "packets outstanding per path at most (rounded up to a power of two; the SACK span)")        \

@@ -101,6 +101,24 @@ void Connection::on_confirm(Time now) {
   if (state_ == ConnState::kAccepting) establish(now, accept_sent_);
 }
 
+void Connection::init_path(TxPath& p) {
+  p.plane = static_cast<std::uint8_t>(p.id % planes_);
+  p.port = p.home_port = pool_port(p.id);
+  p.home_after = kFirstHomecoming;
+  p.fate = p.id;
+  p.stats.plane = p.plane;
+  p.stats.src_port = p.port;
+}
+
+void Connection::add_paths(std::size_t want) {
+  want = std::min<std::size_t>(want, announced_paths());
+  while (paths_.size() < want) {
+    const std::uint32_t cwnd = static_cast<std::uint32_t>(
+        paths_.active_cwnd() / std::max<std::uint32_t>(paths_.active_paths(), 1));
+    init_path(paths_.add(path_window_packets_, srtt_, tx_isn_, std::max(cwnd, 2u * mss_)));
+  }
+}
+
 void Connection::establish(Time now, Time asked) {
   state_ = ConnState::kEstablished;
   reply_to_ = {};
@@ -110,20 +128,14 @@ void Connection::establish(Time now, Time asked) {
   const Time setup_rtt = asked == kNever ? 0 : now - asked;
   const std::uint32_t per_path =
       std::max<std::uint32_t>(cfg_.initial_window_bytes / cfg_.paths, 2u * mss_);
-  paths_.reset(cfg_.paths, path_window_packets_, cfg_.initial_rtt, tx_isn_, per_path);
+  paths_.reset(cfg_.paths, path_window_packets_, cfg_.initial_rtt, tx_isn_, per_path,
+               announced_paths());
   paths_.set_train(cfg_.path_train_bytes);
   // The receiving tables too wait for a proven peer: a flood of CONNECTs costs no more.
   if (rx_.size() != peer_paths_) rx_.assign(peer_paths_, RxPath{});
   ack_queue_.reserve(peer_paths_);  // a path is queued once at most: no growth per packet
   inbound_.open();                  // response slots are made as READs and atomics arrive
-  for (TxPath& p : paths_) {
-    p.plane = static_cast<std::uint8_t>(p.id % planes_);
-    p.port = p.home_port = pool_port(p.id);
-    p.home_after = kFirstHomecoming;
-    p.fate = p.id;
-    p.stats.plane = p.plane;
-    p.stats.src_port = p.port;
-  }
+  for (TxPath& p : paths_) init_path(p);
   srtt_ = cfg_.initial_rtt;
   cc_.start(now);
   open_to_bdp(setup_rtt);

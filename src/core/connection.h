@@ -239,6 +239,13 @@ class Connection {
                       std::uint32_t ce_delta);
   std::uint32_t max_path_window() const;
   void open_to_bdp(Time rtt);
+  // The paths announced at set-up: `paths` are used from the start, the rest (up to
+  // max_paths) once the window needs them (add_paths).
+  std::uint16_t announced_paths() const { return std::max(cfg_.paths, cfg_.max_paths); }
+  // Up to `want` paths in use, never more than announced; a new path starts with the mean
+  // window of the active ones.
+  void add_paths(std::size_t want);
+  void init_path(TxPath& p);
   std::uint32_t increase_boost(const TxPath& p) const;
   void arm_path_timer(Time at) { path_timer_at_ = std::min(path_timer_at_, at); }
   Time path_rto(const TxPath& p) const;

@@ -4,6 +4,7 @@
 // the other paths', without marks: a new route) and failure (silence: fail the path).
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "core/connection.h"
 #include "core/seq.h"
@@ -49,11 +50,13 @@ void Connection::open_to_bdp(Time rtt) {
   if (cfg_.bdp_start <= 0 || !cc_.slow_start() || paths_.size() == 0) return;
   const double bdp = cfg_.bdp_start * double(cfg_.line_rate_bps) / 8 * double(rtt) / kSecond;
   if (bdp <= cc_.window()) return;
-  const double paths = double(paths_.size());
-  if (bdp > paths * max_path_window() && path_window_packets_ < wire::kSackBits) {
+  if (bdp > double(paths_.size()) * max_path_window() && path_window_packets_ < wire::kSackBits) {
     path_window_packets_ = wire::kSackBits;
     paths_.widen(path_window_packets_);
   }
+  // Past the SACK span only more paths hold more (max_paths).
+  add_paths(static_cast<std::size_t>(std::ceil(bdp / max_path_window())));
+  const double paths = double(paths_.size());
   const auto target = static_cast<std::uint32_t>(std::min(bdp, paths * max_path_window()));
   cc_.open_to(target);
   const std::uint32_t per_path = target / static_cast<std::uint32_t>(paths_.size());
@@ -658,7 +661,21 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
     paths_.set_cwnd(p, static_cast<std::uint32_t>(std::min<std::uint64_t>(
                            cap, p.cwnd() + std::max<std::uint64_t>(inc, 1))));
   }
-  cc_.on_acked(acked_bytes, mss_, paths_.active_paths(), std::uint64_t{cap} * paths_.size(), boost);
+  const std::uint64_t held = std::uint64_t{cap} * paths_.size();
+  cc_.on_acked(acked_bytes, mss_, paths_.active_paths(), held, boost);
+  const std::uint64_t packet = mss_ + kHeaderAllowance;
+  if (cc_.window() >= held && paths_.size() < announced_paths() &&
+      paths_.inflight() + acked_bytes + paths_.size() * packet >= held) {
+    // The paths were full, each within a packet of its limit, and the window has outgrown
+    // what they hold (one the pacer holds below that never fills them): widen them to the
+    // SACK span, then add a path at a time (each ACK that finds them full adds one more).
+    if (path_window_packets_ < wire::kSackBits) {
+      path_window_packets_ = wire::kSackBits;
+      paths_.widen(path_window_packets_);
+    } else {
+      add_paths(paths_.size() + 1);
+    }
+  }
 }
 
 }  // namespace mroce

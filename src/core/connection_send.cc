@@ -96,7 +96,7 @@ bool Connection::emit_handshake(Time now, std::span<std::uint8_t> buf, TxMeta* o
     hs.mss = cfg_.mss;
     hs.max_messages = cfg_.max_inbound_messages;
     hs.max_responses = cfg_.max_responses;
-    hs.paths = cfg_.paths;
+    hs.paths = announced_paths();
     hs.flags = cfg_.carry_payload ? 0 : wire::handshake_flags::kNoPayload;
     hs.address_count = static_cast<std::uint8_t>(cfg_.planes.size());
     for (std::size_t i = 0; i < cfg_.planes.size(); ++i) hs.addresses[i] = cfg_.planes[i].bytes;

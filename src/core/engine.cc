@@ -31,6 +31,7 @@ Engine::Engine(const EngineConfig& config) : ctx_(config) {
   if (ctx_.config.planes.size() > wire::kMaxPlanes) ctx_.config.planes.resize(wire::kMaxPlanes);
   auto& c = ctx_.config;
   c.paths = std::clamp<std::uint16_t>(c.paths, 1, 256);
+  c.max_paths = std::min<std::uint16_t>(c.max_paths, 256);
   c.path_window_packets = std::bit_ceil(std::clamp<std::uint32_t>(c.path_window_packets, 2, 256));
   if (c.path_window_packets > 256) c.path_window_packets = 256;
   c.src_port_count = std::max<std::uint16_t>(c.src_port_count, 1);

@@ -23,6 +23,8 @@ class PathMask {
     for (std::size_t i = 0; i < n / 64; ++i) words_[i] = ~std::uint64_t{0};
     if (n % 64 != 0) words_[n / 64] = (std::uint64_t{1} << (n % 64)) - 1;
   }
+  // n (>= size(), <= kMaxPaths) members possible; the new ones are not in the set.
+  void grow(std::size_t n) { n_ = n; }
   void set(std::size_t i) { words_[i >> 6] |= std::uint64_t{1} << (i & 63); }
   void clear(std::size_t i) { words_[i >> 6] &= ~(std::uint64_t{1} << (i & 63)); }
   bool test(std::size_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }

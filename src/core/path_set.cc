@@ -50,10 +50,10 @@ void PathSet::release_rings() {
 }
 
 void PathSet::reset(std::size_t n, std::uint32_t window_packets, Time initial_rtt,
-                    std::uint32_t isn, std::uint32_t cwnd) {
+                    std::uint32_t isn, std::uint32_t cwnd, std::size_t capacity) {
   release_rings();
   paths_.clear();
-  paths_.reserve(n);
+  paths_.reserve(std::max(n, capacity));
   inflight_ = lost_paths_ = failed_paths_ = active_paths_ = tail_probes_due_ = 0;
   active_cwnd_ = 0;
   train_path_ = ~0u;
@@ -67,6 +67,20 @@ void PathSet::reset(std::size_t n, std::uint32_t window_packets, Time initial_rt
     ++active_paths_;
   }
   may_send_.reset(n, true);
+}
+
+TxPath& PathSet::add(std::uint32_t window_packets, Time initial_rtt, std::uint32_t isn,
+                     std::uint32_t cwnd) {
+  if (paths_.size() >= paths_.capacity() || paths_.size() >= PathMask::kMaxPaths) std::abort();
+  TxPath& p = paths_.emplace_back(window_packets, initial_rtt);
+  p.id = static_cast<std::uint8_t>(paths_.size() - 1);
+  p.reset_sequence(isn);
+  p.cwnd_ = cwnd;
+  active_cwnd_ += cwnd;
+  ++active_paths_;
+  may_send_.grow(paths_.size());
+  may_send_.set(p.id);
+  return p;
 }
 
 void PathSet::widen(std::uint32_t window_packets) {

@@ -24,9 +24,13 @@ class PathSet {
   ~PathSet() { release_rings(); }
 
   // Replaces the paths with n active ones, each with the given window and a sequence
-  // space starting at isn; every path may send.
+  // space starting at isn; every path may send. Room is kept for `capacity` paths, so
+  // that add() never moves a path (callers hold references across it).
   void reset(std::size_t n, std::uint32_t window_packets, Time initial_rtt, std::uint32_t isn,
-             std::uint32_t cwnd);
+             std::uint32_t cwnd, std::size_t capacity = 0);
+  // One more active path, the next id, within the capacity given to reset().
+  TxPath& add(std::uint32_t window_packets, Time initial_rtt, std::uint32_t isn,
+              std::uint32_t cwnd);
   // Trains: the path pick() chose keeps its turn for up to `bytes` of packets in a row
   // (within its window and round-robin credit), so that they leave the host in one GSO
   // message; 0 gives every turn one packet.

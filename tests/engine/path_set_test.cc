@@ -22,6 +22,35 @@ TxEntry& send(PathSet& set, std::size_t i, std::uint16_t bytes) {
   return e;
 }
 
+TEST(PathSet, AddedPathsJoinTheTotalsWithoutMovingTheOthers) {
+  PathSet set;
+  set.reset(2, 8, kMicrosecond, kIsn, kWindow, 4);
+  const TxPath* first = &set[0];
+  send(set, 0, 500);
+  TxPath& added = set.add(8, kMicrosecond, kIsn, 3000);
+  set.validate();
+  EXPECT_EQ(&set[0], first);  // callers hold references across add()
+  EXPECT_EQ(added.id, 2u);
+  EXPECT_EQ(set.size(), 3u);
+  EXPECT_EQ(set.active_paths(), 3u);
+  EXPECT_EQ(set.active_cwnd(), 2u * kWindow + 3000u);
+  EXPECT_EQ(set.inflight(), 500u);
+  send(set, 2, 700);
+  set.add(8, kMicrosecond, kIsn, kWindow);
+  set.validate();
+  EXPECT_EQ(set.inflight(), 1200u);
+  // The new paths take their turns like the others.
+  bool picked[4] = {};
+  for (int i = 0; i < 16; ++i) {
+    if (TxPath* p = set.pick(0)) {
+      picked[p->id] = true;
+      send(set, p->id, 100);
+    }
+  }
+  EXPECT_TRUE(picked[2] && picked[3]);
+  set.validate();
+}
+
 TEST(PathSet, VerbsKeepTheTotals) {
   PathSet set;
   set.reset(4, 8, kMicrosecond, kIsn, kWindow);
