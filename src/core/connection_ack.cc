@@ -664,7 +664,7 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
   const std::uint64_t held = std::uint64_t{cap} * paths_.size();
   cc_.on_acked(acked_bytes, mss_, paths_.active_paths(), held, boost);
   const std::uint64_t packet = mss_ + kHeaderAllowance;
-  if (cc_.window() >= held && paths_.size() < announced_paths() &&
+  if (paths_.size() < announced_paths() && cc_.window() >= held &&
       paths_.inflight() + acked_bytes + paths_.size() * packet >= held) {
     // The paths were full, each within a packet of its limit, and the window has outgrown
     // what they hold (one the pacer holds below that never fills them): widen them to the

@@ -269,8 +269,9 @@ bool Datapath::park_while_polled() {
     }
     if (app_polled_.load(std::memory_order_relaxed) <= now) {
       // On a loaded machine the application may wait for a core, perhaps this one: let
-      // it run before deciding that it waits elsewhere. Without this the thread's own
-      // wake-ups kept the application off its core, and so kept serving in its place.
+      // it run before deciding that it waits elsewhere. Otherwise the thread's own
+      // wake-up can keep the application off its core, the thread serves in its place,
+      // wakes again, and so on.
       sched_yield();
     }
     if (app_polled_.load(std::memory_order_relaxed) > now) {
