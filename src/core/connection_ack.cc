@@ -49,13 +49,17 @@ std::uint32_t Connection::max_path_window() const {
 void Connection::open_to_bdp(Time rtt) {
   if (cfg_.bdp_start <= 0 || !cc_.slow_start() || paths_.size() == 0) return;
   const double bdp = cfg_.bdp_start * double(cfg_.line_rate_bps) / 8 * double(rtt) / kSecond;
-  if (bdp <= cc_.window()) return;
+  // Paths that may be opened (max_paths) are sized to the round trip even when the
+  // start window already exceeds it.
+  const bool may_open = paths_.size() < announced_paths();
+  if (bdp <= cc_.window() && !may_open) return;
   if (bdp > double(paths_.size()) * max_path_window() && path_window_packets_ < wire::kSackBits) {
     path_window_packets_ = wire::kSackBits;
     paths_.widen(path_window_packets_);
   }
-  // Past the SACK span only more paths hold more (max_paths).
+  // Past the SACK span only more paths hold more.
   add_paths(static_cast<std::size_t>(std::ceil(bdp / max_path_window())));
+  if (bdp <= cc_.window()) return;
   const double paths = double(paths_.size());
   const auto target = static_cast<std::uint32_t>(std::min(bdp, paths * max_path_window()));
   cc_.open_to(target);
