@@ -23,6 +23,12 @@ std::uint32_t random_u32() {
 }  // namespace
 
 bool SocketTable::open(const SocketTableConfig& config, std::string* error) {
+  if (bind_all(config, error)) return true;
+  sockets_.clear();  // every socket or none
+  return false;
+}
+
+bool SocketTable::bind_all(const SocketTableConfig& config, std::string* error) {
   sockets_.clear();
   planes_ = config.planes.size();
   pool_count_ = config.pool_count;
@@ -31,7 +37,6 @@ bool SocketTable::open(const SocketTableConfig& config, std::string* error) {
     return false;
   }
   sockets_.resize(planes_ * (pool_count_ + 1u));
-  if (!bind_listeners(config, error)) return false;
 
   if (config.pool_base != 0) {
     if (std::uint32_t(config.pool_base) + pool_count_ > kDynamicEnd) {
@@ -39,8 +44,13 @@ bool SocketTable::open(const SocketTableConfig& config, std::string* error) {
                std::to_string(pool_count_) + " run past 65535";
       return false;
     }
-    return bind_pool(config, config.pool_base, error);
+    // A free listening port is the kernel's choice: bound after the pool, it cannot be one
+    // of the pool's ports (bound before it, it may be).
+    if (config.listen_port != 0)
+      return bind_listeners(config, error) && bind_pool(config, config.pool_base, error);
+    return bind_pool(config, config.pool_base, error) && bind_listeners(config, error);
   }
+  if (!bind_listeners(config, error)) return false;
   const std::uint32_t span = kDynamicEnd - kDynamicFirst;
   if (pool_count_ > span) {
     *error = "cannot find " + std::to_string(pool_count_) + " free source ports";

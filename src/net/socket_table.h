@@ -50,6 +50,7 @@ class SocketTable {
   bool is_listener(std::size_t i) const { return i % (pool_count_ + 1u) == pool_count_; }
 
  private:
+  bool bind_all(const SocketTableConfig& config, std::string* error);
   bool bind_listeners(const SocketTableConfig& config, std::string* error);
   bool bind_pool(const SocketTableConfig& config, std::uint16_t base, std::string* error);
 
