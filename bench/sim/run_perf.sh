@@ -26,7 +26,9 @@
 # its shipped permutation of 2 MB flows, beside htsim-perm at k=16 with 2 MB flows and,
 # as in htsim's file, 200 Gbit/s between switches (markers htsim-table-1024); HOSTS=8192
 # its 8,192-node fat-tree and permutation of 1 MB flows beside htsim-perm at k=32
-# (markers htsim-table-8192).
+# (markers htsim-table-8192); HOSTS=11664 a k=36 fat-tree written in the form of that
+# file, with a permutation of 1 MB flows from htsim's own gen_permutation.py (markers
+# htsim-table-11664).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 htsim=
@@ -108,8 +110,15 @@ case $hosts in
     flow_bytes=1000000 marker="htsim-table-8192"
     SCALE_ARGS="--set topology.k=32 --set workload.0.bytes=$flow_bytes"
     ;;
+  11664)
+    # htsim ships no file at this scale: a k=36 fat-tree in the form of its 8,192-node
+    # one, and a permutation from its own generator (seed 1), written below.
+    cm_name=gen_permutation.py topo_name=fat_tree_8192_1os.topo
+    flow_bytes=1000000 marker="htsim-table-11664"
+    SCALE_ARGS="--set topology.k=36 --set workload.0.bytes=$flow_bytes"
+    ;;
   *)
-    echo "run_perf.sh: HOSTS=$hosts: 128, 1024 or 8192" >&2
+    echo "run_perf.sh: HOSTS=$hosts: 128, 1024, 8192 or 11664" >&2
     exit 2
     ;;
 esac
@@ -126,7 +135,22 @@ uec=$(realpath "$uec")
 topo=$(realpath "$topo")
 # htsim stops when every flow is done or at -end (us; its default, 1 ms, is too soon).
 # htsim's own permutation, its flows set to mroce-sim's size (10^6 bytes per MB).
-sed -E "s/size [0-9]+/size $flow_bytes/" "$cm" >"$out/perm.cm"
+if ((hosts == 11664)); then
+  python3 "$cm" "$out/perm.cm" 11664 11664 "$flow_bytes" 0 1 >/dev/null
+  topo="$out/fat_tree_11664_1os.topo"
+  tier() {  # TIER DOWN [UP]
+    printf '\nTier %s\n' "$1"
+    (($# > 2)) && printf 'Oversubscribed 1\n'
+    printf 'Downlink_speed_Gbps 100\nRadix_Down %s\n' "$2"
+    (($# > 2)) && printf 'Radix_Up %s\n' "$3"
+    printf 'Downlink_Latency_ns 1000\nSwitch_Latency_ns 0\n'
+    (($1 > 0)) && printf 'Bundle 1\n'
+    return 0
+  }
+  { printf 'Nodes 11664\nTiers 3\nPodsize 324\n'; tier 0 18 18; tier 1 18 18; tier 2 36; } >"$topo"
+else
+  sed -E "s/size [0-9]+/size $flow_bytes/" "$cm" >"$out/perm.cm"
+fi
 cmake --build "$build" --target mroce-sim -j 2 >/dev/null
 sim="$build/tools/sim/mroce-sim"
 mpirun=$(command -v mpirun || true)
