@@ -68,7 +68,7 @@ void Host::receive(SimTime now, PacketId id, std::uint16_t plane) {
   meta.plane = static_cast<std::uint8_t>(plane);
   meta.ecn = p.ecn;
   ++stats_.rx_packets;
-  if (p.cls == PacketClass::kData) {
+  if (p.payload_bytes > 0) {
     ++stats_.rx_data_packets;
     stats_.rx_payload_bytes += p.payload_bytes;
   }
@@ -179,7 +179,7 @@ void Host::transmit(SimTime now, const TxMeta& meta) {
   p.flow_hash = flow_hash(p);
   std::memcpy(ctx_.packets.header(id), scratch_.data(), meta.length);
   ++stats_.tx_packets;
-  if (meta.cls == PacketClass::kData) ++stats_.tx_data_packets;
+  if (p.payload_bytes > 0) ++stats_.tx_data_packets;  // probes (NOPs) carry none
   if (meta.plane >= nics_.size() || p.dst_ip == 0) {
     ctx_.drop(id, DropCause::kBadAddress);
     return;

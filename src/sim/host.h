@@ -27,10 +27,10 @@ class HostListener {
 
 struct HostStats {
   std::uint64_t tx_packets = 0;
-  std::uint64_t tx_data_packets = 0;
+  std::uint64_t tx_data_packets = 0;  // packets carrying payload, resends included
   std::uint64_t rx_packets = 0;
-  std::uint64_t rx_data_packets = 0;
-  std::uint64_t rx_payload_bytes = 0;  // payload of data-class packets, duplicates included
+  std::uint64_t rx_data_packets = 0;   // packets carrying payload, duplicates included
+  std::uint64_t rx_payload_bytes = 0;  // their payload
   std::uint64_t timer_calls = 0;
 };
 
