@@ -285,13 +285,15 @@ class Connection {
   Time peer_noted_at_ = 0;  // when peer_backlog_ was last set
   // Timers kept as lower bounds, so the deadline is O(1) however many paths: when one
   // fires, the paths are scanned and the bound recomputed.
-  Time path_timer_at_ = kNever;     // retransmission timeouts and probes
-  Time ack_timer_at_ = kNever;      // delayed ACKs
-  Time srtt_ = 0;                   // smoothed RTT over every path's samples
-  Time latest_rtt_ = 0;             // the latest sample on any path
-  bool tail_armed_ = false;         // nothing unsent: the paths' tail probes are armed
-  Time tail_since_ = 0;             // when the latest new data left with nothing after it
-  bool message_completed_ = false;  // by the DATA being received: every path acks now
+  Time path_timer_at_ = kNever;      // retransmission timeouts and probes
+  Time ack_timer_at_ = kNever;       // delayed ACKs
+  Time srtt_ = 0;                    // smoothed RTT over every path's samples
+  Time latest_rtt_ = 0;              // the latest sample on any path
+  bool tail_armed_ = false;          // nothing unsent: the paths' tail probes are armed
+  std::uint32_t burst_packets_ = 0;  // new packets since nothing was in flight
+  Time last_ce_at_ = kNever;         // the latest ACK that reported new CE marks
+  Time tail_since_ = 0;              // when the latest new data left with nothing after it
+  bool message_completed_ = false;   // by the DATA being received: every path acks now
   Time all_failed_since_ = kNever;
   PathSet paths_;
   CongestionController cc_;  // the connection-level window, rate hint, ECN seen

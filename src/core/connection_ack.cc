@@ -17,6 +17,9 @@ constexpr std::uint32_t kHeaderAllowance = 64;  // per-packet header bytes in wi
 constexpr double kBadRouteLossRate = 0.5;       // loss EWMA that reads as a bad route
 constexpr double kLossyPathRate = 1.0 / 16;     // loss EWMA above which tail probes go in pairs
 constexpr double kFarMoreLoss = 4;              // a bad route's loss EWMA against the others' mean
+// New packets per path since nothing was in flight, from which the data's end is chased
+// by a probe on every path at once (a 1 MB message over 16 paths has 15).
+constexpr std::size_t kChaseBurstPerPath = 8;
 
 // True when the bitmap claims nothing at or beyond snd_nxt.
 bool sack_within(const wire::AckHeader& a, std::uint32_t snd_nxt) {
@@ -346,8 +349,19 @@ Time Connection::tail_probe_due(const TxPath& p) const {
 
 // The connection's data has just run out: every path's tail probe may be due sooner.
 void Connection::arm_tail_probes() {
-  for (const TxPath& p : paths_) {
-    if (p.active() && p.inflight() > 0 && p.timeouts == 0) arm_path_timer(tail_probe_due(p));
+  // After a long burst into queues that were marking, every path probes at once (SPEC
+  // 6.5): a last packet lost in such a queue has nothing behind it to show the gap, and
+  // the losses of the last round trip are not yet known. So does a path losing at random.
+  const bool chase = burst_packets_ >= kChaseBurstPerPath * paths_.size();
+  const bool marking = last_ce_at_ != kNever && last_ce_at_ + 2 * latest_rtt_ >= tail_since_;
+  for (TxPath& p : paths_) {
+    if (!p.active() || p.inflight() == 0 || p.timeouts > 0) continue;
+    if (chase && (marking || p.loss_rate > kLossyPathRate) && !p.tail_probe() &&
+        p.tail_probes_sent == 0) {
+      paths_.probes_due(p, p.loss_rate > kLossyPathRate ? 2 : 1);
+      ++p.tail_probes_sent;
+    }
+    arm_path_timer(tail_probe_due(p));
   }
 }
 
@@ -648,6 +662,7 @@ void Connection::update_windows(Time now, TxPath& p, std::uint32_t acked_bytes,
   // Per connection, the same over all paths each round trip.
   cc_.on_counters(now, srtt_, rx_delta, ce_delta, g, 4 * (mss_ + kHeaderAllowance));
 
+  if (ce_delta > 0) last_ce_at_ = now;
   if (marked > 0) {
     // Trim the path that saw the mark and steer the next packets elsewhere.
     on_congestion_signal(now, p, std::max(p.alpha, 0.25));

@@ -339,6 +339,8 @@ bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   SegmentRef seg;
   bool moved = false;
   if (!next_segment(now, &seg, &moved)) return false;
+  if (paths_.inflight() == 0) burst_packets_ = 0;
+  if (burst_packets_ < ~0u) ++burst_packets_;
   const std::uint32_t psn = p->snd_nxt++;
   TxEntry& e = paths_.open(*p, psn);
   e.seg = seg;

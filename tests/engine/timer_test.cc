@@ -190,17 +190,28 @@ TEST(Timers, ProbeTimeoutWaitsTheAckDelayOnlyAfterDataThatAskedForNoAck) {
 
 // Writes `segments` full segments from host 0 to host 1 over one path (unless `tweak`
 // sets more) and returns the DATA packets host 0 sent, in order. `on_data` sees them as
-// each one leaves, and may change the network.
+// each one leaves, and may change the network. A `warm_up` write of that many segments
+// goes first, unwatched, and completes: the connection has measured its round trip.
 std::vector<wire::Packet> one_path_write(
     std::uint32_t segments, const std::function<void(EngineConfig&)>& tweak,
-    const std::function<void(Cluster&, const std::vector<wire::Packet>&)>& on_data = {}) {
+    const std::function<void(Cluster&, const std::vector<wire::Packet>&)>& on_data = {},
+    std::uint32_t warm_up = 0) {
   Cluster cl(2, 1, 1, 7, [&](int, EngineConfig& c) {
     c.paths = 1;
     tweak(c);
   });
   const StreamId a = cl.connect(0, 1).first;
-  Buffer src(cl.engine(0), segments * 4096), dst(cl.engine(1), segments * 4096);
+  const std::uint32_t most = std::max(segments, warm_up);
+  Buffer src(cl.engine(0), most * 4096), dst(cl.engine(1), most * 4096);
   cl.net.run_for(1 * kMillisecond);
+  if (warm_up > 0) {
+    SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, warm_up * 4096, 1);
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.keys.rkey;
+    EXPECT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+    EXPECT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+    cl.rec(0).completions.clear();
+  }
   std::vector<wire::Packet> data;
   cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
     wire::Packet p;
@@ -274,19 +285,21 @@ bool fresh_nop(const wire::Packet& p) {
   return p.data.op == wire::DataOp::kNop && fresh(p);
 }
 
-// The DATA packets of a 16-segment write over one path that loses the first
+// The DATA packets of a write of `segments` segments over one path that loses the first
 // transmissions of the segments numbered in `lost` (1-based) and nothing else.
-std::vector<wire::Packet> write_losing(std::vector<std::uint32_t> lost) {
+std::vector<wire::Packet> write_losing(std::vector<std::uint32_t> lost, std::uint32_t segments = 16,
+                                       std::uint32_t warm_up = 0) {
   std::uint32_t first_sends = 0;
   return one_path_write(
-      16, [](EngineConfig&) {},
+      segments, [](EngineConfig&) {},
       [&](Cluster& cl, const std::vector<wire::Packet>& d) {
         const bool first = first_send(d.back());
         if (first) ++first_sends;
         // Set for each DATA as it leaves; the ACKs, from host 1, always pass.
         const bool drop = first && std::find(lost.begin(), lost.end(), first_sends) != lost.end();
         cl.net.spine(0, 0).blackhole_from = drop ? 0 : -1;
-      });
+      },
+      warm_up);
 }
 
 // Index of the first tail probe in `data`.
@@ -305,7 +318,7 @@ TEST(Timers, TailProbesGoInPairsAtTheEndOfTheDataOnPathsThatLosePacketsAtRandom)
   const wire::Packet& second = lossy[i + 1];
   EXPECT_EQ(second.data.op, wire::DataOp::kNop);
   EXPECT_EQ(second.data.psn, lossy[i].data.psn + 1);
-  EXPECT_EQ(second.data.timestamp, lossy[i].data.timestamp);
+  EXPECT_LT(second.data.timestamp - lossy[i].data.timestamp, 1000u);  // ns: at once
   EXPECT_NE(lossy[i].common.flags & wire::flags::kAckRequest, 0);
   EXPECT_NE(second.common.flags & wire::flags::kAckRequest, 0);
 
@@ -382,40 +395,103 @@ TEST(Timers, AMessageCompletedAtTheReceiverIsAcknowledgedOnEveryPathAtOnce) {
   EXPECT_EQ(probes, 0);
 }
 
+// The SRTT of a lossless write of `segments` segments over one path (the network of
+// write_losing adds no queueing, so it is the round trip).
+Time one_path_srtt(std::uint32_t segments) {
+  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) { c.paths = 1; });
+  const StreamId a = cl.connect(0, 1).first;
+  Buffer src(cl.engine(0), segments * 4096), dst(cl.engine(1), segments * 4096);
+  cl.net.run_for(1 * kMillisecond);
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, segments * 4096, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  EXPECT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  EXPECT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
+  PathStats ps;
+  EXPECT_TRUE(cl.engine(0).path_stats(cl.engine(0).stream_connection(a), 0, &ps));
+  return ps.srtt;
+}
+
+// Index of the first transmission of the segment at `offset` in `data`.
+std::size_t first_send_of(const std::vector<wire::Packet>& data, std::uint64_t offset) {
+  return std::size_t(std::find_if(data.begin(), data.end(),
+                                  [&](const wire::Packet& p) {
+                                    return first_send(p) && p.data.offset == offset;
+                                  }) -
+                     data.begin());
+}
+
 TEST(Timers, AtTheEndOfTheDataATailProbeWaitsTheLatestRoundTripNotTwoSrtt) {
-  // One path, a 16-segment write whose last segment is lost. Once nothing is left to
-  // send, the connection waits for that path alone: its probe goes 1.25 round trips
-  // (the latest measured) after the lost packet, not a PTO (2 x SRTT) after it. The
-  // network adds no queueing, so the path's SRTT is that round trip.
-  std::optional<Time> srtt;
-  const std::vector<wire::Packet> data = write_losing({16});
-  const std::size_t lost =
-      std::size_t(std::find_if(data.begin(), data.end(),
-                               [](const wire::Packet& p) {
-                                 return first_send(p) && p.data.offset == 15 * 4096;
-                               }) -
-                  data.begin());
+  // One path, a 4-segment write (too short for the chase below; a first write has
+  // measured the round trip) whose last segment is lost. Once nothing is left to send,
+  // the connection waits for that path alone: its probe goes 1.25 round trips (the
+  // latest measured) after the lost packet, not a PTO (2 x SRTT) after it.
+  const std::vector<wire::Packet> data = write_losing({4}, 4, 4);
+  const std::size_t lost = first_send_of(data, 3 * 4096);
   const std::size_t probe = first_tail_probe(data);
   ASSERT_LT(lost, probe);
   ASSERT_LT(probe, data.size());
   const Time gap = data[probe].data.timestamp - data[lost].data.timestamp;
+  const Time srtt = one_path_srtt(4);
+  ASSERT_GT(srtt, 0u);
+  EXPECT_GE(gap, srtt);
+  EXPECT_LT(gap, srtt * 3 / 2);
+}
 
-  // The same write, lossless, for the path's round trip.
-  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) { c.paths = 1; });
-  const StreamId a = cl.connect(0, 1).first;
-  Buffer src(cl.engine(0), 16 * 4096), dst(cl.engine(1), 16 * 4096);
-  cl.net.run_for(1 * kMillisecond);
-  SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 16 * 4096, 1);
-  wr.remote_addr = dst.addr();
-  wr.rkey = dst.keys.rkey;
-  ASSERT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
-  ASSERT_TRUE(cl.run_until_completions(0, 1, 10 * kMillisecond));
-  PathStats ps;
-  ASSERT_TRUE(cl.engine(0).path_stats(cl.engine(0).stream_connection(a), 0, &ps));
-  srtt = ps.srtt;
-  ASSERT_GT(*srtt, 0);
-  EXPECT_GE(gap, *srtt);
-  EXPECT_LT(gap, *srtt * 3 / 2);
+TEST(Timers, AfterALongBurstIntoMarkingQueuesEveryPathChasesItsLastPacketAtOnce) {
+  // One path marking 30% of packets CE, a 16-segment write (8 or more per path) whose
+  // last segment is lost: the probe follows it at once, and its ACK brings the resend a
+  // round trip after the lost packet left, where the timed probe alone would take 1.25
+  // round trips more.
+  std::uint32_t first_sends = 0;
+  const std::vector<wire::Packet> data = one_path_write(
+      16, [](EngineConfig&) {},
+      [&](Cluster& cl, const std::vector<wire::Packet>& d) {
+        cl.net.spine(0, 0).ce = 0.3;
+        if (first_send(d.back())) ++first_sends;
+        cl.net.spine(0, 0).blackhole_from = first_send(d.back()) && first_sends == 16 ? 0 : -1;
+      });
+  const std::size_t lost = first_send_of(data, 15 * 4096);
+  const std::size_t probe = first_tail_probe(data);
+  ASSERT_LT(lost, probe);
+  ASSERT_LT(probe, data.size());
+  const Time srtt = one_path_srtt(16);
+  ASSERT_GT(srtt, 0u);
+  EXPECT_LT(data[probe].data.timestamp - data[lost].data.timestamp, srtt / 4);
+  const auto resend =
+      std::find_if(data.begin() + std::ptrdiff_t(probe), data.end(), [](const wire::Packet& p) {
+        return p.data.op != wire::DataOp::kNop && p.data.offset == 15 * 4096;
+      });
+  ASSERT_NE(resend, data.end());
+  EXPECT_LT(resend->data.timestamp - data[lost].data.timestamp, srtt * 3 / 2);
+
+  // Sixteen paths, no loss. With marks, after 16 segments a path every path with packets
+  // still in flight (here most) sends one probe the moment the data runs out. After 4 a
+  // path none does, nor after 16 without marks: the receiver's ACKs on every path at
+  // once, as the message completes, come as soon, and the probes would only add packets.
+  const auto probes_of = [](std::uint32_t segments, double ce) {
+    std::size_t last_first_send = 0;
+    const std::vector<wire::Packet> d = one_path_write(
+        segments, [](EngineConfig& c) { c.paths = 16; },
+        [&](Cluster& cl, const std::vector<wire::Packet>& sent) {
+          cl.net.spine(0, 0).ce = ce;
+          if (first_send(sent.back())) last_first_send = sent.size() - 1;
+        });
+    std::map<std::uint8_t, std::uint32_t> probes;  // path: probes
+    std::uint32_t latest = 0;                      // us after the last new packet
+    for (std::size_t n = last_first_send; n < d.size(); ++n) {
+      if (!fresh_nop(d[n])) continue;
+      ++probes[d[n].common.path];
+      latest = std::max(latest, (d[n].data.timestamp - d[last_first_send].data.timestamp) / 1000);
+    }
+    return std::pair(probes, latest);
+  };
+  const auto [long_burst, latest] = probes_of(256, 0.1);
+  EXPECT_GE(long_burst.size(), 8u);
+  for (const auto& [path, n] : long_burst) EXPECT_EQ(n, 1u) << "path " << int(path);
+  EXPECT_LT(latest, 5u) << "us after the last new packet";
+  EXPECT_TRUE(probes_of(64, 0.1).first.empty());
+  EXPECT_TRUE(probes_of(256, 0).first.empty());
 }
 
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
