@@ -290,7 +290,7 @@ class Connection {
   Time srtt_ = 0;                    // smoothed RTT over every path's samples
   Time latest_rtt_ = 0;              // the latest sample on any path
   bool tail_armed_ = false;          // nothing unsent: the paths' tail probes are armed
-  std::uint32_t burst_packets_ = 0;  // new packets since nothing was in flight
+  std::uint32_t burst_packets_ = 0;  // new packets since the data last ran out
   Time last_ce_at_ = kNever;         // the latest ACK that reported new CE marks
   Time tail_since_ = 0;              // when the latest new data left with nothing after it
   bool message_completed_ = false;   // by the DATA being received: every path acks now

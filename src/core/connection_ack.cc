@@ -17,7 +17,7 @@ constexpr std::uint32_t kHeaderAllowance = 64;  // per-packet header bytes in wi
 constexpr double kBadRouteLossRate = 0.5;       // loss EWMA that reads as a bad route
 constexpr double kLossyPathRate = 1.0 / 16;     // loss EWMA above which tail probes go in pairs
 constexpr double kFarMoreLoss = 4;              // a bad route's loss EWMA against the others' mean
-// New packets per path since nothing was in flight, from which the data's end is chased
+// New packets per path since the data last ran out, from which the data's end is chased
 // by a probe on every path at once (a 1 MB message over 16 paths has 15).
 constexpr std::size_t kChaseBurstPerPath = 8;
 

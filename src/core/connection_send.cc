@@ -339,7 +339,6 @@ bool Connection::emit_new(Time now, std::span<std::uint8_t> buf, TxMeta* out) {
   SegmentRef seg;
   bool moved = false;
   if (!next_segment(now, &seg, &moved)) return false;
-  if (paths_.inflight() == 0) burst_packets_ = 0;
   if (burst_packets_ < ~0u) ++burst_packets_;
   const std::uint32_t psn = p->snd_nxt++;
   TxEntry& e = paths_.open(*p, psn);
@@ -472,6 +471,7 @@ void Connection::transmit(Time now, TxPath& p, std::uint32_t psn, bool retransmi
     tail_armed_ = true;
     tail_since_ = now;
     arm_tail_probes();
+    burst_packets_ = 0;  // the next burst starts with the next new data
   }
   e.sent_at = now;
   e.order = p.next_order++;

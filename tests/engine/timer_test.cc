@@ -494,6 +494,42 @@ TEST(Timers, AfterALongBurstIntoMarkingQueuesEveryPathChasesItsLastPacketAtOnce)
   EXPECT_TRUE(probes_of(256, 0).first.empty());
 }
 
+TEST(Timers, MessagesPostedOneAtATimeAreShortBurstsHoweverLongTheStream) {
+  // Sixteen paths marking 10% CE; twelve writes of 16 segments (one a path), each posted
+  // the moment the previous one's last segment leaves, so packets stay in flight all
+  // along while the data runs out at every message's end. Each message is a burst of its
+  // own, far under 8 packets a path: no probe chases any of them (192 packets in all,
+  // which counted from the last idle moment would pass 128).
+  constexpr int kWrites = 12;
+  Cluster cl(2, 1, 1, 7, [](int, EngineConfig& c) { c.paths = 16; });
+  const StreamId a = cl.connect(0, 1).first;
+  Buffer src(cl.engine(0), 16 * 4096), dst(cl.engine(1), 16 * 4096);
+  cl.net.run_for(1 * kMillisecond);
+  int posted = 0, probes = 0;
+  const auto post = [&] {
+    SendWr wr = make_wr(WrOpcode::kRdmaWrite, src, 0, 16 * 4096, std::uint64_t(++posted));
+    wr.remote_addr = dst.addr();
+    wr.rkey = dst.keys.rkey;
+    EXPECT_EQ(cl.engine(0).post_send(cl.net.now(), a, wr), Errc::kOk);
+  };
+  cl.net.set_tap([&](int host, const TxMeta&, std::span<const std::uint8_t> b) {
+    wire::Packet p;
+    if (host != 0 || wire::decode(b, {}, &p) != wire::DecodeError::kOk ||
+        p.common.type != wire::PacketType::kData) {
+      return;
+    }
+    cl.net.spine(0, 0).ce = 0.1;
+    if (fresh_nop(p)) ++probes;
+    if (first_send(p) && p.data.offset == 15 * 4096 && posted < kWrites) {
+      cl.net.at(cl.net.now() + 1, post);  // outside the engine's own call
+    }
+  });
+  post();
+  ASSERT_TRUE(cl.run_until_completions(0, kWrites, 20 * kMillisecond));
+  EXPECT_EQ(posted, kWrites);
+  EXPECT_EQ(probes, 0);
+}
+
 TEST(Timers, SetUpRetriesBackOffFromRotatingPortsThenFail) {
   Cluster cl(2, 1, 4, 5, [](int, EngineConfig& c) {
     c.connect_retry = 10 * kMillisecond;
