@@ -30,10 +30,18 @@ bool SocketTable::open(const SocketTableConfig& config, std::string* error) {
 
 bool SocketTable::bind_all(const SocketTableConfig& config, std::string* error) {
   sockets_.clear();
+  listen_port_ = 0;
+  pool_base_ = 0;
   planes_ = config.planes.size();
   pool_count_ = config.pool_count;
   if (planes_ == 0 || pool_count_ == 0) {
     *error = "no planes or no source ports";
+    return false;
+  }
+  // Both chosen and overlapping: refused before anything is bound, whether or not the
+  // ports are free.
+  if (config.listen_port != 0 && config.pool_base != 0 &&
+      overlaps(config.listen_port, config.pool_base, error)) {
     return false;
   }
   sockets_.resize(planes_ * (pool_count_ + 1u));
@@ -89,14 +97,7 @@ bool SocketTable::bind_listeners(const SocketTableConfig& config, std::string* e
 
 bool SocketTable::bind_pool(const SocketTableConfig& config, std::uint16_t base,
                             std::string* error) {
-  const auto overlaps_listener = [&] {
-    return listen_port_ >= base && listen_port_ < std::uint32_t(base) + pool_count_;
-  };
-  if (overlaps_listener()) {
-    *error = "source ports " + std::to_string(base) + "+" + std::to_string(pool_count_) +
-             " include the listening port " + std::to_string(listen_port_);
-    return false;
-  }
+  if (overlaps(listen_port_, base, error)) return false;
   for (std::size_t p = 0; p < planes_; ++p) {
     for (std::uint16_t i = 0; i < pool_count_; ++i) {
       UdpSocket& s = sockets_[p * (pool_count_ + 1u) + i];
@@ -111,6 +112,14 @@ bool SocketTable::bind_pool(const SocketTableConfig& config, std::uint16_t base,
     }
   }
   pool_base_ = base;
+  return true;
+}
+
+bool SocketTable::overlaps(std::uint16_t listen_port, std::uint16_t base,
+                           std::string* error) const {
+  if (listen_port < base || listen_port >= std::uint32_t(base) + pool_count_) return false;
+  *error = "source ports " + std::to_string(base) + "+" + std::to_string(pool_count_) +
+           " include the listening port " + std::to_string(listen_port);
   return true;
 }
 

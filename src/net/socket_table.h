@@ -53,6 +53,8 @@ class SocketTable {
   bool bind_all(const SocketTableConfig& config, std::string* error);
   bool bind_listeners(const SocketTableConfig& config, std::string* error);
   bool bind_pool(const SocketTableConfig& config, std::uint16_t base, std::string* error);
+  // Whether the pool from `base` holds `listen_port`; if it does, says so in `error`.
+  bool overlaps(std::uint16_t listen_port, std::uint16_t base, std::string* error) const;
 
   std::vector<UdpSocket> sockets_;  // plane-major; per plane: pool sockets, then listener
   std::size_t planes_ = 0;

@@ -239,7 +239,11 @@ TEST(Loopback, BusyPollThreadParksWhileTheApplicationPolls) {
 // millisecond, and what arrives meanwhile (or what that poll received and still owes an
 // acknowledgement) must not wait for the park to end. The yardstick is the same rounds
 // with a sleeping progress thread, in the same run: the rounds' own cost (sanitizers,
-// the waits' sleeps, a loaded machine) is in both.
+// the waits' sleeps) is in both. Load is not: a parked thread that finds the application
+// not polling yields its core first, and beside other busy processes that yield can cost
+// most of a park (measured under ASan beside two busy loops: 2 of 8 runs above the bound).
+// Load only adds, so the best of three pairs counts; a thread that waits for the park's
+// end does so in every pair.
 TEST(Loopback, BusyPollThreadServesWhatArrivesWhileTheApplicationWaitsElsewhere) {
   constexpr int kRounds = 40;
   constexpr auto kPark = 1000us;  // the datapath's park after an application's poll
@@ -267,16 +271,24 @@ TEST(Loopback, BusyPollThreadServesWhatArrivesWhileTheApplicationWaitsElsewhere)
     std::sort(waited.begin(), waited.end());
     return waited[waited.size() / 2];
   };
-  const auto sleeping = median_round(Progress::kThread);
-  const auto busy = median_round(Progress::kBusyPoll);
-  if (HasFailure()) return;
+  std::chrono::nanoseconds sleeping{}, busy{};
+  for (int pair = 0; pair < 3; ++pair) {
+    const auto s = median_round(Progress::kThread);
+    const auto b = median_round(Progress::kBusyPoll);
+    if (HasFailure()) return;
+    if (pair == 0 || b - s < busy - sleeping) {
+      sleeping = s;
+      busy = b;
+    }
+    if (busy < sleeping + kPark / 5) break;
+  }
   const auto us = [](auto d) {
     return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
   };
   EXPECT_LT(busy, sleeping + kPark / 5)
       << "the median round took " << us(busy) << " us busy polling against " << us(sleeping)
-      << " us with a sleeping thread: the parked thread left the arrival or its "
-         "acknowledgement for the park's end";
+      << " us with a sleeping thread (the best of three pairs): the parked thread left the "
+         "arrival or its acknowledgement for the park's end";
 }
 
 TEST(Loopback, TwoPlanesCarryTrafficOnBoth) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "net/socket_table.h"
+#include "net/udp_socket.h"
 
 namespace mroce::net {
 namespace {
@@ -59,6 +60,7 @@ TEST(SocketTable, AFreeListeningPortIsNeverOneOfAFixedPool) {
 }
 
 TEST(SocketTable, AChosenListeningPortInsideThePoolIsRefused) {
+  // Refused from the configuration alone, whether or not another process holds 47005.
   SocketTableConfig config;
   config.planes = {Address::ipv4(0x7f4d0001)};
   config.pool_count = 16;
@@ -69,6 +71,39 @@ TEST(SocketTable, AChosenListeningPortInsideThePoolIsRefused) {
   ASSERT_FALSE(table.open(config, &error));
   EXPECT_NE(error.find("include the listening port 47005"), std::string::npos) << error;
   EXPECT_EQ(table.size(), 0u) << "a failed open keeps no socket";
+}
+
+TEST(SocketTable, AFailedOpenReleasesTheListenersItBound) {
+  // A chosen listening port is bound before the pool; a pool port held elsewhere then
+  // fails the open, which must release the listener.
+  const Address addr = Address::ipv4(0x7f4d0002);  // 127.77.0.2
+  UdpSocket held;
+  std::string error;
+  ASSERT_TRUE(held.open(addr, 0, SocketOptions{}, &error)) << error;
+  int checked = 0;
+  for (int attempt = 0; attempt < 8 && checked == 0; ++attempt) {
+    UdpSocket probe;  // a free port for the listener, released at once
+    ASSERT_TRUE(probe.open(addr, 0, SocketOptions{}, &error)) << error;
+    const std::uint16_t listen = probe.port();
+    probe.close();
+    if (listen == held.port()) continue;
+
+    SocketTableConfig config;
+    config.planes = {addr};
+    config.pool_count = 1;
+    config.pool_base = held.port();
+    config.listen_port = listen;
+    SocketTable table;
+    ASSERT_FALSE(table.open(config, &error));
+    // Another process may have taken the listener's port meanwhile: then try another.
+    if (error.find("port " + std::to_string(held.port())) == std::string::npos) continue;
+    ++checked;
+    EXPECT_EQ(table.size(), 0u) << "a failed open keeps no socket";
+    UdpSocket again;
+    EXPECT_TRUE(again.open(addr, listen, SocketOptions{}, &error))
+        << "the failed open kept listening port " << listen << ": " << error;
+  }
+  EXPECT_EQ(checked, 1) << "the listener's port was taken in every attempt";
 }
 
 }  // namespace
