@@ -6,12 +6,20 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "verbs/qpn.h"
 
 namespace mroce::verbs {
 namespace {
+
+// Opens of one slot while its port looks free. Another process looking for its own slot
+// binds the port for a moment (bind_fails_in_use): an open that meets that bind fails
+// although the port is free when looked at again, and the slot is still the right one.
+constexpr int kOpenAttempts = 16;
+constexpr auto kOpenRetryPause = std::chrono::microseconds(200);
 
 // Binds a throw-away socket (without SO_REUSEADDR/PORT, so any holder conflicts).
 bool bind_fails_in_use(const std::string& address, std::uint16_t port) {
@@ -52,15 +60,19 @@ std::unique_ptr<Device> open_on_free_slot(DeviceOptions options, std::uint16_t b
   for (int s = 0; s < kMaxSlots; ++s) {
     const std::uint16_t port = slot_port(base, s);
     if (port == 0) break;
-    if (port_in_use(addresses, port)) continue;
     options.port = port;
     std::string why;
-    if (auto device = Device::open(options, &why)) {
-      *slot = s;
-      return device;
+    bool held = false;
+    for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(kOpenRetryPause);
+      held = port_in_use(addresses, port);
+      if (held) break;  // the next slot
+      if (auto device = Device::open(options, &why)) {
+        *slot = s;
+        return device;
+      }
     }
-    // Another process may have taken the port between the check and the open.
-    if (!port_in_use(addresses, port)) {
+    if (!held) {  // free every time we looked, and never ours: not a race
       *error = why;
       return nullptr;
     }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "verbs/hw_counters.h"
+#include "verbs/port_slot.h"
 #include "verbs/qpn.h"
 #include "verbs/settings.h"
 
@@ -60,6 +61,30 @@ class Env {
  private:
   Vars vars_;
 };
+
+// Two processes that start together look for a free slot at once, and each one's look
+// binds the port for a moment. An open that meets the other's look must not fail: the
+// port is free, and the slot is the right one.
+TEST(PortSlot, AnotherProcessLookingAtTheSlotDoesNotFailTheOpen) {
+  constexpr std::uint16_t kBase = 23700;
+  const std::vector<std::string> addresses{"127.0.0.1"};
+  ASSERT_FALSE(port_in_use(addresses, kBase)) << "port " << kBase << " is taken";
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    while (!stop.load(std::memory_order_relaxed)) port_in_use(addresses, kBase);
+  });
+  DeviceOptions options;
+  options.addresses = addresses;
+  int opened = 0;
+  std::string error;
+  for (int round = 0; round < 100 && error.empty(); ++round) {
+    int slot = -1;
+    if (open_on_free_slot(options, kBase, &slot, &error)) ++opened;
+  }
+  stop = true;
+  other.join();
+  EXPECT_EQ(opened, 100) << "an open failed: " << error;
+}
 
 TEST(Settings, DefaultsWithoutVariables) {
   Settings s;
