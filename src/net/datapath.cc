@@ -497,6 +497,12 @@ void Datapath::transmit_all() {
   }
 }
 
+void Datapath::wait_for_staged_sends() {
+  // Batches are staged and sent under tx_mutex_ and leave nothing staged when it is
+  // released.
+  MutexLock lock(tx_mutex_);
+}
+
 void Datapath::wake_if_earlier() {
   // armed_ is 0 unless the thread sleeps on the sockets (kThread, or busy polling while
   // the application pauses).

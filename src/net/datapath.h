@@ -100,6 +100,11 @@ class Datapath {
   // thread, parked while the application polled, takes over at once.
   void app_sleeps();
 
+  // Returns once no batch staged before the call is still being sent. A staged packet
+  // points into registered memory until its sendmsg returns: a region deregistered in
+  // the engine waits here before the application may free its bytes.
+  void wait_for_staged_sends() MROCE_EXCLUDES(tx_mutex_);
+
   DatapathCounters counters() const MROCE_EXCLUDES(tx_mutex_);
   const SocketTable& sockets() const { return sockets_; }
   Progress mode() const { return config_.progress; }
