@@ -99,8 +99,8 @@ TEST(EventQueue, ACrowdedSlotRunsInTimeOrderTiesInSchedulingOrder) {
   } c;
   EventQueue q;
   c.q = &q;
-  const SimTime slot = SimTime{1} << 20;  // where a 256 ps slot starts
-  for (int i = 0; i < 5000; ++i) c.add(slot + 255 - c.rng.below(256));
+  const SimTime slot = SimTime{1} << 20;  // where a 128 ps slot starts
+  for (int i = 0; i < 5000; ++i) c.add(slot + 127 - c.rng.below(128));
   while (q.run_one()) {
   }
   auto want = c.scheduled;
@@ -142,7 +142,7 @@ TEST(EventQueue, AsksTheNextEventsHandlerToFetchAhead) {
   EventQueue q;
   Prefetched h;
   q.schedule(1 * kUs, &h, 1);
-  q.schedule(1 * kUs + 1, &h, 2);  // the same 256 ps slot as the first
+  q.schedule(1 * kUs + 1, &h, 2);  // the same 128 ps slot as the first
   q.schedule(5 * kUs, &h, 3);      // a later slot
   q.schedule(9 * kUs, &h, 4);      // and another
   while (q.run_one()) {
