@@ -65,6 +65,12 @@ for l in "${losses[@]}"; do
   done
 done
 for p in "${planes[@]}"; do run "e3-planes-$p" e3-multiplane --set "topology.planes=$p"; done
+# E3's scaling again with other seeds (MetaRoCE alone): its start and tail vary with them.
+for s in "${seeds[@]}"; do
+  for p in 1 "${planes[-1]}"; do
+    transport=mroce run "e3-seed-$p-$s" e3-multiplane --set "topology.planes=$p" --set "seed=$s"
+  done
+done
 run e4-plane-failure e4-plane-failure
 run e4-fast e4-plane-failure "${fast[@]}"
 for n in "${incast[@]}"; do run "e5-incast-$n" e5-incast --set "workload.0.senders=$n"; done

@@ -293,6 +293,33 @@ def main():
                          "kept (rate), range"], rows))
         md.append("")
 
+    def e3_seed_table():
+        # MetaRoCE's scaling by seed: seed 1 is the table above, the others e3-seed-P-S.
+        top = int(planes[-1][len("e3-planes-"):])
+        by = {1: {p: wl(R[f"e3-planes-{p}"]["runs"]["mroce"])["algbw_gbps"] for p in (1, top)}}
+        for rid in ids:
+            if rid.startswith("e3-seed-"):
+                p_s, seed_s = rid[len("e3-seed-"):].split("-")
+                by.setdefault(int(seed_s), {})[int(p_s)] = wl(R[rid]["runs"]["mroce"])["algbw_gbps"]
+        seeds = sorted(s for s in by if 1 in by[s] and top in by[s])
+        if top == 1 or len(seeds) < 2:
+            return
+        scaling = [by[s][top] / by[s][1] for s in seeds]
+        md.append(f"MetaRoCE's scaling from 1 to {top} planes with seeds "
+                  f"{', '.join(str(s) for s in seeds)} (the start and the tail, and so the "
+                  "scaling, vary with the seed):\n")
+        rows = [[s, fmt(by[s][1]), fmt(by[s][top]), f"{x:.3f}x"] for s, x in zip(seeds, scaling)]
+        rows.append(["mean", fmt(mean([by[s][1] for s in seeds])),
+                     fmt(mean([by[s][top] for s in seeds])),
+                     f"{mean(scaling):.3f}x ({min(scaling):.3f}x - {max(scaling):.3f}x)"])
+        md.append(table(["seed", "algbw, 1 plane", f"algbw, {top} planes", "scaling"], rows))
+        md.append("")
+        if mean(scaling) < 0.95 * top:
+            worse.append(f"E3 over {len(seeds)} seeds: MetaRoCE scales {mean(scaling):.3f}x from "
+                         f"1 to {top} planes on average ({min(scaling):.3f}x to "
+                         f"{max(scaling):.3f}x), short of linear (0.95 x {top} = "
+                         f"{0.95 * top:g}x).")
+
     if loss_runs("e2-loss-"):
         md.append("## E2: random loss on fabric links\n")
         md.append("64-host permutation of 8 MiB writes, each switch-to-switch link drops "
@@ -369,6 +396,7 @@ def main():
                          "scaling", "steady Gbit/s", "steady scaling", "start and tail us",
                          "drops", "retransmits", "PFC pauses"], rows))
         md.append("")
+        e3_seed_table()
         files = [plots.data(f"e3_{t}.dat", series[t]) for t in T]
         ideal = plots.data("e3_ideal.dat", [(p, 100 * p) for p, _ in series["mroce"]])
         img = plots.render("sim-e3-planes.png", (
