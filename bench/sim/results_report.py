@@ -296,6 +296,8 @@ def main():
     def e3_seed_table():
         # MetaRoCE's scaling by seed: seed 1 is the table above, the others e3-seed-P-S.
         top = int(planes[-1][len("e3-planes-"):])
+        if "e3-planes-1" not in R:
+            return
         by = {1: {p: wl(R[f"e3-planes-{p}"]["runs"]["mroce"])["algbw_gbps"] for p in (1, top)}}
         for rid in ids:
             if rid.startswith("e3-seed-"):

@@ -1,4 +1,4 @@
-// The discrete-event core: a timing wheel of 65,536 slots of 256 ps (a 16 us horizon,
+// The discrete-event core: a timing wheel of 131,072 slots of 128 ps (a 16 us horizon,
 // enough for a packet's hop behind a full queue) backed by a binary heap for later
 // events (timers, scripted actions). A slot is a list of events (circular, named by its
 // last node) in scheduling order; one that received an event earlier than its last is
