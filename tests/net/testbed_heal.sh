@@ -8,7 +8,11 @@
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-testbed_start netheal --spines 4 --rate 1000 --mtu 4200
+# A sanitized stack moves 2.2-2.9 Gbit/s, less than three spines carry at 1 Gbit/s, so
+# there the goodput would show the CPU, not the heal: it gets 300 Mbit/s spine ports.
+rate=1000
+[[ ${SANITIZED:-0} == 1 ]] && rate=300
+testbed_start netheal --spines 4 --rate "$rate" --mtu 4200
 h1=$(tb addr h1)
 # 16 paths on exactly 16 source ports (every port some path's home), from the first
 # base whose ports ECMP spreads over all four spines, two at least on each.
