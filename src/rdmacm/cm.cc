@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <random>
 #include <set>
 
@@ -104,17 +105,45 @@ Channel* new_channel() {
   return c;
 }
 
-// A program may destroy a channel while one of its threads still waits in
-// rdma_get_cm_event (rping does, at exit). On the kernel's rdma_cm fd that read simply
-// never returns; here closing our end would wake it with EOF, so a channel the program
-// made keeps its writer (and record) until exit. Private channels have no such reader.
-void free_channel(Channel* c, bool program_made) {
+// A program may destroy a channel while one of its threads is on its way back into
+// rdma_get_cm_event: rping's cm thread (rdma-core 44) acks the last event and reads again
+// while main destroys the channel. On the kernel's fd a read already under way never
+// returns, but one that starts after the close fails with EBADF, and rping then exits 255
+// after a good run; or the number names another file by then, whose bytes the read takes.
+// So a channel the program made is retired, not freed: its queue is dropped and both ends
+// stay open, unwritten, and a late read waits for good (or says EAGAIN on a non-blocking
+// fd). The last kRetiredChannels stay so; an older one is closed and freed, which bounds
+// what a program that makes and destroys channels in a loop holds.
+constexpr std::size_t kRetiredChannels = 64;
+
+std::deque<Channel*>& retired_channels() {
+  static auto* d = new std::deque<Channel*>;
+  return *d;
+}
+
+void close_channel(Channel* c) {
   for (EventRecord* r : c->queue) delete r;
-  c->queue.clear();
   close(c->pub.fd);
-  if (program_made) return;
   close(c->writer);
   delete c;
+}
+
+void free_channel(Channel* c, bool program_made) {
+  if (!program_made) {
+    close_channel(c);
+    return;
+  }
+  for (EventRecord* r : c->queue) delete r;
+  c->queue.clear();
+  char b;  // the dropped events' bytes: a late read finds nothing
+  while (recv(c->pub.fd, &b, 1, MSG_DONTWAIT) == 1) {
+  }
+  auto& retired = retired_channels();
+  retired.push_back(c);
+  if (retired.size() > kRetiredChannels) {
+    close_channel(retired.front());
+    retired.pop_front();
+  }
 }
 
 Channel* channel_of(rdma_event_channel* ch) {
