@@ -121,29 +121,20 @@ std::deque<Channel*>& retired_channels() {
   return *d;
 }
 
-void close_channel(Channel* c) {
+void free_channel(Channel* c, bool program_made) {
   for (EventRecord* r : c->queue) delete r;
+  c->queue.clear();
+  if (program_made) {
+    // Bytes of the dropped events may stay: a read finds the queue empty and reads on.
+    auto& retired = retired_channels();
+    retired.push_back(c);
+    if (retired.size() <= kRetiredChannels) return;
+    c = retired.front();
+    retired.pop_front();
+  }
   close(c->pub.fd);
   close(c->writer);
   delete c;
-}
-
-void free_channel(Channel* c, bool program_made) {
-  if (!program_made) {
-    close_channel(c);
-    return;
-  }
-  for (EventRecord* r : c->queue) delete r;
-  c->queue.clear();
-  char b;  // the dropped events' bytes: a late read finds nothing
-  while (recv(c->pub.fd, &b, 1, MSG_DONTWAIT) == 1) {
-  }
-  auto& retired = retired_channels();
-  retired.push_back(c);
-  if (retired.size() > kRetiredChannels) {
-    close_channel(retired.front());
-    retired.pop_front();
-  }
 }
 
 Channel* channel_of(rdma_event_channel* ch) {
