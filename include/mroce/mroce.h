@@ -234,6 +234,8 @@ class Device {
   virtual Counters counters() const = 0;
   virtual std::vector<ConnectionReport> connections() const = 0;
 
+  // Read without holding up the sender: a batch being sent may already be in
+  // counters().tx_packets and not yet in tx_datagrams, which counts after sendmmsg.
   virtual DatapathCounters datapath_counters() const = 0;
   // Connection and path events (established, path failed, plane down, ...) since the
   // last call, oldest first; the most recent 4096 are kept.

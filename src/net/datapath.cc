@@ -463,12 +463,12 @@ void Datapath::run_timers() {
   wake_if_earlier();
 }
 
-void Datapath::flush() {
+void Datapath::flush(bool wait) {
   flush_pending_.store(true);
   for (;;) {
     // The progress thread waits its turn (else it would spin on a deadline the holder is
     // about to move); others leave the note and go.
-    if (progress_thread_of == this) {
+    if (wait || progress_thread_of == this) {
       tx_mutex_.lock();
     } else if (!tx_mutex_.try_lock()) {
       return;  // the holder sees flush_pending_ and loops
@@ -492,15 +492,29 @@ void Datapath::transmit_all() {
     }
     if (tx_.empty()) return;
     const bool was_full = tx_.full();
-    tx_.send(sockets_, &tx_counters_);
+    DatapathCounters sent;
+    tx_.send(sockets_, &sent);
+    tx_totals_.add(sent);
     if (!was_full) return;
   }
 }
 
 void Datapath::wait_for_staged_sends() {
   // Batches are staged and sent under tx_mutex_ and leave nothing staged when it is
-  // released.
-  MutexLock lock(tx_mutex_);
+  // released; taking it as a flush does, this one also sends what others noted meanwhile.
+  flush(/*wait=*/true);
+}
+
+void Datapath::TxTotals::add(const DatapathCounters& sent) {
+  // One writer (the holder of tx_mutex_): no read-modify-write needed.
+  const auto bump = [](std::atomic<std::uint64_t>& total, std::uint64_t n) {
+    if (n != 0) total.store(total.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
+  bump(datagrams, sent.tx_datagrams);
+  bump(syscalls, sent.tx_syscalls);
+  bump(gso_sends, sent.tx_gso_sends);
+  bump(dropped, sent.tx_dropped);
+  bump(gso_fallbacks, sent.tx_gso_fallbacks);
 }
 
 void Datapath::wake_if_earlier() {
@@ -516,10 +530,11 @@ void Datapath::wake_if_earlier() {
 
 DatapathCounters Datapath::counters() const {
   DatapathCounters c;
-  {
-    MutexLock lock(tx_mutex_);
-    c = tx_counters_;
-  }
+  c.tx_datagrams = tx_totals_.datagrams.load(std::memory_order_relaxed);
+  c.tx_syscalls = tx_totals_.syscalls.load(std::memory_order_relaxed);
+  c.tx_gso_sends = tx_totals_.gso_sends.load(std::memory_order_relaxed);
+  c.tx_dropped = tx_totals_.dropped.load(std::memory_order_relaxed);
+  c.tx_gso_fallbacks = tx_totals_.gso_fallbacks.load(std::memory_order_relaxed);
   DatapathCounters rx;
   for (const auto& r : receivers_) {
     MutexLock lock(r->mutex);

@@ -103,9 +103,10 @@ class Datapath {
   // Returns once no batch staged before the call is still being sent. A staged packet
   // points into registered memory until its sendmsg returns: a region deregistered in
   // the engine waits here before the application may free its bytes.
-  void wait_for_staged_sends() MROCE_EXCLUDES(tx_mutex_);
+  void wait_for_staged_sends() MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
 
-  DatapathCounters counters() const MROCE_EXCLUDES(tx_mutex_);
+  // Never waits on the sender (the receivers' counts wait for a batch in delivery).
+  DatapathCounters counters() const;
   const SocketTable& sockets() const { return sockets_; }
   Progress mode() const { return config_.progress; }
 
@@ -152,7 +153,9 @@ class Datapath {
   // Timers and sending, at most once per tick unless `now_due` (something arrived).
   void service(bool now_due) MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
   void run_timers() MROCE_EXCLUDES(engine_mutex_);
-  void flush() MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
+  // Sends what the engine has to send. Waits for tx_mutex_ on the progress thread or
+  // when `wait`; otherwise, finding it taken, leaves the holder a note and returns.
+  void flush(bool wait = false) MROCE_EXCLUDES(engine_mutex_, tx_mutex_);
   void transmit_all() MROCE_REQUIRES(tx_mutex_) MROCE_EXCLUDES(engine_mutex_);
   // Under the engine lock: wake the sleeping progress thread when the engine now wants
   // it earlier than it planned to wake.
@@ -167,10 +170,19 @@ class Datapath {
   // When the sleeping progress thread will wake by itself; 0 while it is awake.
   std::atomic<Time> armed_{0};
 
-  mutable Mutex tx_mutex_;
+  // Held by flush() alone: a flush that finds it taken leaves its packets to the holder,
+  // which looks at the note before it lets go. Any other holder would strand them until
+  // the engine's next deadline, or for good when it has none (a ping-pong's).
+  Mutex tx_mutex_;
   std::atomic<bool> flush_pending_{false};
   TxBatch tx_ MROCE_GUARDED_BY(tx_mutex_);
-  DatapathCounters tx_counters_ MROCE_GUARDED_BY(tx_mutex_);
+  // What sending counted; written by the holder of tx_mutex_, read without it.
+  struct TxTotals {
+    void add(const DatapathCounters& sent);
+    std::atomic<std::uint64_t> datagrams{0}, syscalls{0}, gso_sends{0}, dropped{0},
+        gso_fallbacks{0};
+  };
+  TxTotals tx_totals_;
 
   // One with one thread (or none), else one per receive thread; made at construction.
   std::vector<std::unique_ptr<Receiver>> receivers_;
