@@ -18,6 +18,21 @@ server=$!
 wait_listen - "$TCP" || fail "the server never listened on port $TCP"
 verbs - "$WORK/client" --planes 127.0.0.1 -- ibv_rc_pingpong -n "$ITERS" -s "$SIZE" -p "$TCP" 127.0.0.1 &
 client=$!
+# A failure while the programs run: say what the stack held and what they printed, and
+# stop them (else ctest waits for their timeout and shows nothing of them).
+report_running() {
+  kill -0 "$server" 2>/dev/null || kill -0 "$client" 2>/dev/null || return 0
+  echo "--- mroce-stat all at the failure:" >&2
+  "$STAT_TOOL" all >&2 || true
+  pkill -P "$server" || true
+  pkill -P "$client" || true
+  wait "$server" "$client" || true
+  echo "--- server:" >&2
+  cat "$WORK/server" >&2
+  echo "--- client:" >&2
+  cat "$WORK/client" >&2
+}
+CLEANUPS+=(report_running)
 
 # json FILE EXPR: evaluates a Python expression over the parsed document d.
 json() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1"; }
